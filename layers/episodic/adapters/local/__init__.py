@@ -1,0 +1,1 @@
+"""The embedded local backend: SQLite, a folder archive, MiniLM embeddings, in-process schedules."""

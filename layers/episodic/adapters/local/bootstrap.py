@@ -1,0 +1,29 @@
+"""The local composition root: the service wired to SQLite, the folder archive and MiniLM."""
+
+from __future__ import annotations
+
+from episodic.adapters.local.archive import FolderArchive
+from episodic.adapters.local.embedder import MiniLMEmbedder
+from episodic.adapters.local.notifier import LogReviewNotifier
+from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.ports import Clock, Embedder
+from episodic.service import MemoryService
+from episodic.settings import Settings
+
+
+def build_local_service(
+    settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
+) -> MemoryService:
+    data_dir = settings.data_dir.expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(data_dir / "episodic.db")
+    return MemoryService(
+        store=store,
+        index=store,
+        archive=FolderArchive(data_dir / "archive"),
+        embedder=embedder or MiniLMEmbedder(),
+        notifier=LogReviewNotifier(),
+        settings=settings,
+        clock=clock,
+        backend="local-sqlite",
+    )

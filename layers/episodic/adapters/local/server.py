@@ -1,0 +1,175 @@
+"""``episodic serve``: a local HTTP server in front of the very same Lambda handler.
+
+Each HTTP request becomes an API Gateway REST proxy event -- with the authorizer
+context this server established from the bearer token, exactly as an API Gateway
+authorizer would -- and is passed to :func:`functions.api.handler`. So what runs
+locally is what runs in Lambda, down to the event shape.
+
+Background work runs in-process: the embedder warms up at start, and a scheduler
+thread runs the retention/review-timeout sweep every ``sweep_interval_seconds``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from aws_lambda_powertools import Logger
+
+from episodic.adapters.local.tokens import TokenBook
+from episodic.service import MemoryService
+
+PUBLIC_PATHS = ("/v1/health", "/v1/swagger")
+MAX_BODY_BYTES = 1_048_576
+
+logger = Logger(service="episodic-server")
+
+
+@dataclass
+class LocalLambdaContext:
+    """What the Lambda runtime would pass as ``context``, filled in for local calls."""
+
+    aws_request_id: str
+    function_name: str = "episodic-api-local"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:episodic-api-local"
+    memory_limit_in_mb: int = 1024
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def build_event(
+    method: str, raw_path: str, headers: dict[str, str], body: str | None, authorizer: dict[str, str] | None,
+    source_ip: str = "127.0.0.1",
+) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event for one local request."""
+    parts = urlsplit(raw_path)
+    multi_query = parse_qs(parts.query, keep_blank_values=True)
+    request_id = str(uuid.uuid4())
+    return {
+        "resource": parts.path,
+        "path": parts.path,
+        "httpMethod": method,
+        "headers": dict(headers),
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
+        "multiValueQueryStringParameters": multi_query or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "requestId": request_id,
+            "stage": "local",
+            "httpMethod": method,
+            "path": parts.path,
+            "resourcePath": parts.path,
+            "identity": {"sourceIp": source_ip},
+            "authorizer": authorizer,
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+def make_handler(
+    tokens: TokenBook, lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "episodic-local/1"
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            logger.debug("http", line=format % args)
+
+        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+            payload = body.encode()
+            self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
+            headers = {"Content-Type": "application/json", **(extra or {})}
+            self._send(status, json.dumps({"error": code, "message": message}), headers)
+
+        def _dispatch(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                self._error(413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+                self.close_connection = True
+                return
+            body = self.rfile.read(length).decode("utf-8", errors="replace") if length else None
+            path = urlsplit(self.path).path
+            authorizer = None
+            if not path.startswith(PUBLIC_PATHS):
+                auth = self.headers.get("Authorization", "")
+                scheme, _, token = auth.partition(" ")
+                caller = tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+                if caller is None:
+                    self._error(401, "unauthorized", "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})
+                    return
+                authorizer = {
+                    "principalId": caller.principal_id,
+                    "tenantId": caller.tenant_id,
+                    "role": caller.role.value,
+                }
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
+            event = build_event(self.command, self.path, headers, body, authorizer, self.client_address[0])
+            context = LocalLambdaContext(aws_request_id=event["requestContext"]["requestId"])
+            try:
+                response = lambda_handler(event, context)
+            except Exception:
+                logger.exception("handler failed")
+                self._error(500, "internal_error", "the request failed; see the server log")
+                return
+            out_headers = dict(response.get("headers") or {})
+            for key, values in (response.get("multiValueHeaders") or {}).items():
+                out_headers[key] = ", ".join(values)
+            out_headers.pop("Content-Length", None)
+            self._send(int(response["statusCode"]), response.get("body") or "", out_headers)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
+
+    return Handler
+
+
+class Scheduler:
+    """Runs the service's sweep periodically in a daemon thread until stopped."""
+
+    def __init__(self, service: MemoryService, interval: float) -> None:
+        self.service = service
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="episodic-sweep", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                report = self.service.sweep()
+                if report.expired or report.reviews_timed_out:
+                    logger.info("sweep", expired=report.expired, reviews_timed_out=report.reviews_timed_out)
+            except Exception:
+                logger.exception("sweep failed; will retry")
+
+
+def create_server(
+    host: str, port: int, tokens: TokenBook, lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), make_handler(tokens, lambda_handler))
+    server.daemon_threads = True
+    return server

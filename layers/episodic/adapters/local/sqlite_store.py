@@ -1,0 +1,555 @@
+"""The embedded backend's store: one SQLite database in WAL mode.
+
+It is both the :class:`~episodic.ports.TimelineStore` (episodes, reviews, idempotency
+keys, the append-only audit log, the kill-switch) and the
+:class:`~episodic.ports.RecallIndex` (FTS5 for BM25, embeddings stored with each
+episode and searched exactly with numpy over the scoped candidate set).
+
+Why it is durable: every ``apply`` is one ``BEGIN IMMEDIATE`` transaction with
+``synchronous=FULL``, so a write acknowledged to a caller has reached the WAL on disk;
+a crash mid-write rolls the open transaction back and loses nothing acknowledged.
+The recall index (FTS rows, tags, vectors) is written in the same transaction as the
+episode, so it can never drift from the timeline.
+
+Why erased text does not linger: ``secure_delete`` zeroes freed pages, the FTS index is
+optimised (its segments rewritten without deleted rows) and the WAL is checkpointed
+and truncated after every erasure.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from episodic.errors import ConflictError, InvalidRequestError, StorageError
+from episodic.model import AuditRecord, Episode, Review, Status
+from episodic.ports import AuditQuery, Changes, IdempotencyRecord, Scope, TimelineQuery, Vector
+from episodic.ranking import Candidate
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    rowid INTEGER PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    project_id TEXT,
+    event_type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    privacy_class TEXT NOT NULL,
+    occurred_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    doc TEXT NOT NULL,
+    vector BLOB,
+    embedder TEXT,
+    UNIQUE (tenant_id, event_id)
+);
+CREATE INDEX IF NOT EXISTS episodes_by_time ON episodes (tenant_id, occurred_at);
+CREATE INDEX IF NOT EXISTS episodes_by_actor ON episodes (tenant_id, actor_id, occurred_at);
+CREATE INDEX IF NOT EXISTS episodes_by_type ON episodes (tenant_id, event_type, occurred_at);
+CREATE INDEX IF NOT EXISTS episodes_by_project ON episodes (tenant_id, project_id, occurred_at);
+CREATE INDEX IF NOT EXISTS episodes_by_expiry ON episodes (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS episode_tags (
+    tenant_id TEXT NOT NULL, tag TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, tag, episode_rowid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS episode_refs (
+    tenant_id TEXT NOT NULL, ref TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, ref, episode_rowid)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS episodes_fts USING fts5 (text, tokenize = 'porter unicode61');
+CREATE TABLE IF NOT EXISTS reviews (
+    review_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    requested_at INTEGER NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reviews_by_status ON reviews (tenant_id, status, requested_at);
+CREATE INDEX IF NOT EXISTS reviews_pending ON reviews (requested_at) WHERE status = 'pending';
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL,
+    result TEXT NOT NULL, created_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, key)
+);
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    audit_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    event_id TEXT,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_by_tenant ON audit (tenant_id, seq);
+CREATE INDEX IF NOT EXISTS audit_by_event ON audit (tenant_id, event_id, seq);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TABLE IF NOT EXISTS tenant_settings (tenant_id TEXT PRIMARY KEY, writes_enabled INTEGER NOT NULL);
+"""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _micros(value: datetime) -> int:
+    return int(value.astimezone(UTC).timestamp() * 1_000_000)
+
+
+def _encode_cursor(parts: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> list[Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if not isinstance(parts, list):
+            raise ValueError
+        return parts
+    except ValueError as exc:
+        raise InvalidRequestError("cursor is not valid") from exc
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into a safe FTS5 query: every word, quoted, OR-ed (BM25 grades the rest)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
+    return " OR ".join(f'"{w}"' for w in words) or None
+
+
+class SqliteStore:
+    """Timeline store, audit log and recall index in one SQLite file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        with self._write_lock:
+            conn = self._conn()
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+
+    # ------------------------------------------------------------------ connections
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA secure_delete=ON")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StorageError(f"database is busy: {exc}") from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writes
+
+    def apply(self, changes: Changes) -> None:
+        tenant = changes.tenant_id
+        with self._transaction() as conn:
+            try:
+                if changes.idempotency is not None:
+                    rec = changes.idempotency
+                    conn.execute(
+                        "INSERT INTO idempotency (tenant_id, key, request_hash, result, created_at) VALUES (?,?,?,?,?)",
+                        (tenant, rec.key, rec.request_hash, json.dumps(rec.result), _micros(rec.created_at)),
+                    )
+                for new in changes.put:
+                    self._insert_episode(conn, new.episode, new.vector, new.embedder)
+                for change in changes.status:
+                    cur = conn.execute(
+                        "UPDATE episodes SET status = ?, doc = json_set(doc, '$.status', ?) "
+                        "WHERE tenant_id = ? AND event_id = ? AND status = ?",
+                        (change.new.value, change.new.value, tenant, change.event_id, change.expected.value),
+                    )
+                    if cur.rowcount != 1:
+                        raise ConflictError(
+                            f"episode {change.event_id} is no longer {change.expected.value}",
+                            eventId=change.event_id,
+                        )
+                for stats in changes.stats:
+                    conn.execute(
+                        "UPDATE episodes SET doc = json_set(doc, '$.feedbackScore', ?, '$.feedbackCount', ?, "
+                        "'$.retentionScore', ?) WHERE tenant_id = ? AND event_id = ?",
+                        (stats.feedback_score, stats.feedback_count, stats.retention_score, tenant, stats.event_id),
+                    )
+                for event_id in changes.delete:
+                    self._delete_episode(conn, tenant, event_id)
+                for review in changes.reviews_put:
+                    conn.execute(
+                        "INSERT INTO reviews (review_id, tenant_id, event_id, status, requested_at, doc) "
+                        "VALUES (?,?,?,?,?,?)",
+                        (
+                            review.review_id,
+                            tenant,
+                            review.event_id,
+                            review.status,
+                            _micros(review.requested_at),
+                            review.model_dump_json(by_alias=True),
+                        ),
+                    )
+                for close in changes.reviews_close:
+                    cur = conn.execute(
+                        "UPDATE reviews SET status = ?, doc = json_set(doc, '$.status', ?, '$.decidedAt', ?, "
+                        "'$.reviewer', ?, '$.note', ?) WHERE tenant_id = ? AND review_id = ? AND status = 'pending'",
+                        (
+                            close.status,
+                            close.status,
+                            close.decided_at.isoformat(),
+                            close.reviewer,
+                            close.note,
+                            tenant,
+                            close.review_id,
+                        ),
+                    )
+                    if cur.rowcount != 1:
+                        raise ConflictError(f"review {close.review_id} is no longer pending")
+                for record in changes.audit:
+                    self._append_audit(conn, record)
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"create-once condition failed: {exc}") from exc
+
+    def _insert_episode(
+        self, conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None
+    ) -> None:
+        blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+        expires = episode.retention.expires_at
+        cur = conn.execute(
+            "INSERT INTO episodes (tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
+            "occurred_at, expires_at, doc, vector, embedder) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                episode.tenant_id,
+                episode.event_id,
+                episode.actor_id,
+                episode.project_id,
+                episode.event_type.value,
+                episode.status.value,
+                episode.privacy_class.value,
+                _micros(episode.occurred_at),
+                _micros(expires) if expires else None,
+                episode.model_dump_json(by_alias=True),
+                blob,
+                embedder,
+            ),
+        )
+        rowid = cur.lastrowid
+        conn.executemany(
+            "INSERT INTO episode_tags (tenant_id, tag, episode_rowid) VALUES (?,?,?)",
+            [(episode.tenant_id, tag, rowid) for tag in episode.tags],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO episode_refs (tenant_id, ref, episode_rowid) VALUES (?,?,?)",
+            [(episode.tenant_id, ref, rowid) for ref in episode.source_refs],
+        )
+        conn.execute("INSERT INTO episodes_fts (rowid, text) VALUES (?, ?)", (rowid, episode.search_text()))
+
+    @staticmethod
+    def _delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> None:
+        row = conn.execute(
+            "SELECT rowid FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant, event_id)
+        ).fetchone()
+        if row is None:
+            return
+        rowid = row[0]
+        conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (rowid,))
+        conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
+        conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
+        conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
+
+    @staticmethod
+    def _append_audit(conn: sqlite3.Connection, record: AuditRecord) -> None:
+        conn.execute(
+            "INSERT INTO audit (audit_id, tenant_id, at, action, event_id, doc) VALUES (?,?,?,?,?,?)",
+            (
+                record.audit_id,
+                record.tenant_id,
+                _micros(record.at),
+                record.action,
+                record.event_id,
+                record.model_dump_json(by_alias=True),
+            ),
+        )
+
+    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+        if not event_ids:
+            return
+        marks = ",".join("?" * len(event_ids))
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE episodes SET doc = json_set(doc, '$.accessCount', json_extract(doc, '$.accessCount') + 1, "
+                f"'$.lastAccessedAt', ?) WHERE tenant_id = ? AND event_id IN ({marks})",
+                (at.isoformat(), tenant_id, *event_ids),
+            )
+
+    def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO tenant_settings (tenant_id, writes_enabled) VALUES (?, ?) "
+                "ON CONFLICT (tenant_id) DO UPDATE SET writes_enabled = excluded.writes_enabled",
+                (tenant_id, int(enabled)),
+            )
+            self._append_audit(conn, audit)
+
+    def compact_after_erasure(self) -> None:
+        with self._write_lock:
+            conn = self._conn()
+            conn.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, tenant_id: str, event_id: str) -> Episode | None:
+        row = self._conn().execute(
+            "SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id)
+        ).fetchone()
+        return Episode.model_validate_json(row[0]) if row else None
+
+    def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
+        result: dict[str, Episode] = {}
+        ids = list(dict.fromkeys(event_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn().execute(
+                f"SELECT event_id, doc FROM episodes WHERE tenant_id = ? AND event_id IN ({marks})",
+                (tenant_id, *chunk),
+            )
+            for event_id, doc in rows:
+                result[event_id] = Episode.model_validate_json(doc)
+        return result
+
+    def _scope_sql(self, scope: Scope, alias: str = "e") -> tuple[str, list[Any]]:
+        """The WHERE clause every read uses. The tenant is always the first condition."""
+        clauses = [f"{alias}.tenant_id = ?"]
+        params: list[Any] = [scope.tenant_id]
+        clauses.append(f"{alias}.status IN ({','.join('?' * len(scope.statuses))})")
+        params += [s.value for s in scope.statuses]
+        if len(scope.privacy_classes) < 4:
+            clauses.append(f"{alias}.privacy_class IN ({','.join('?' * len(scope.privacy_classes))})")
+            params += [p.value for p in scope.privacy_classes]
+        clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
+        params.append(_micros(scope.now))
+        if scope.actor_id:
+            clauses.append(f"{alias}.actor_id = ?")
+            params.append(scope.actor_id)
+        if scope.project_id:
+            clauses.append(f"{alias}.project_id = ?")
+            params.append(scope.project_id)
+        if scope.event_types:
+            clauses.append(f"{alias}.event_type IN ({','.join('?' * len(scope.event_types))})")
+            params += [t.value for t in scope.event_types]
+        if scope.occurred_after:
+            clauses.append(f"{alias}.occurred_at >= ?")
+            params.append(_micros(scope.occurred_after))
+        if scope.occurred_before:
+            clauses.append(f"{alias}.occurred_at < ?")
+            params.append(_micros(scope.occurred_before))
+        for tag in scope.tags:
+            clauses.append(
+                f"{alias}.rowid IN (SELECT episode_rowid FROM episode_tags WHERE tenant_id = ? AND tag = ?)"
+            )
+            params += [scope.tenant_id, tag]
+        return " AND ".join(clauses), params
+
+    def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
+        where, params = self._scope_sql(query.scope)
+        order = "DESC" if query.newest_first else "ASC"
+        if query.cursor:
+            occurred, event_id = _decode_cursor(query.cursor)
+            op = "<" if query.newest_first else ">"
+            where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
+            params += [occurred, event_id]
+        rows = self._conn().execute(
+            f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
+            f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
+            (*params, query.limit + 1),
+        ).fetchall()
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        cursor = _encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
+        return [Episode.model_validate_json(r[2]) for r in rows], cursor
+
+    def candidates(
+        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+    ) -> list[Candidate]:
+        where, params = self._scope_sql(scope)
+        conn = self._conn()
+        if query_text is None and query_vector is None:
+            rows = conn.execute(
+                f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
+                (*params, pool_size),
+            ).fetchall()
+            return [Candidate(event_id=r[0]) for r in rows]
+
+        lexical: dict[str, float] = {}
+        match = fts_query(query_text or "")
+        if match:
+            rows = conn.execute(
+                f"SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e "
+                f"ON e.rowid = episodes_fts.rowid WHERE episodes_fts MATCH ? AND {where} "
+                f"ORDER BY bm25(episodes_fts) LIMIT ?",
+                (match, *params, pool_size),
+            ).fetchall()
+            lexical = {event_id: float(score) for event_id, score in rows}
+
+        semantic: dict[str, float] = {}
+        if query_vector is not None:
+            rows = conn.execute(
+                f"SELECT e.event_id, e.vector FROM episodes e WHERE {where} AND e.vector IS NOT NULL", params
+            ).fetchall()
+            if rows:
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                query = np.asarray(query_vector, dtype=np.float32)
+                sims = matrix @ query
+                top = np.argsort(-sims)[:pool_size] if len(rows) > pool_size else np.arange(len(rows))
+                semantic = {rows[i][0]: float(sims[i]) for i in top}
+
+        ids = list(dict.fromkeys([*semantic, *lexical]))
+        return [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
+
+    def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
+        row = self._conn().execute(
+            "SELECT request_hash, result, created_at FROM idempotency WHERE tenant_id = ? AND key = ?",
+            (tenant_id, key),
+        ).fetchone()
+        if row is None:
+            return None
+        return IdempotencyRecord(
+            tenant_id=tenant_id,
+            key=key,
+            request_hash=row[0],
+            result=json.loads(row[1]),
+            created_at=datetime.fromtimestamp(row[2] / 1_000_000, UTC),
+        )
+
+    def get_review(self, tenant_id: str, review_id: str) -> Review | None:
+        row = self._conn().execute(
+            "SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id)
+        ).fetchone()
+        return Review.model_validate_json(row[0]) if row else None
+
+    def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]:
+        sql = "SELECT doc FROM reviews WHERE tenant_id = ?"
+        params: list[Any] = [tenant_id]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        rows = self._conn().execute(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
+        return [Review.model_validate_json(r[0]) for r in rows]
+
+    def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
+        rows = self._conn().execute(
+            "SELECT doc FROM reviews WHERE status = 'pending' AND requested_at < ? ORDER BY requested_at LIMIT ?",
+            (_micros(before), limit),
+        )
+        return [Review.model_validate_json(r[0]) for r in rows]
+
+    def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
+        rows = self._conn().execute(
+            "SELECT doc FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+            (_micros(now), limit),
+        )
+        return [Episode.model_validate_json(r[0]) for r in rows]
+
+    def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]:
+        rows = self._conn().execute(
+            "SELECT event_id FROM episodes WHERE tenant_id = ? AND actor_id = ?", (tenant_id, actor_id)
+        )
+        return [r[0] for r in rows]
+
+    def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
+        refs = [f"episode:{i}" for i in event_ids]
+        found: list[str] = []
+        for start in range(0, len(refs), 500):
+            chunk = refs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn().execute(
+                "SELECT DISTINCT e.event_id FROM episode_refs r JOIN episodes e ON e.rowid = r.episode_rowid "
+                f"WHERE r.tenant_id = ? AND r.ref IN ({marks}) AND e.event_type = 'session_summary'",
+                (tenant_id, *chunk),
+            )
+            found += [r[0] for r in rows]
+        return found
+
+    def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]:
+        sql = "SELECT seq, doc FROM audit WHERE tenant_id = ?"
+        params: list[Any] = [query.tenant_id]
+        if query.event_id:
+            sql += " AND event_id = ?"
+            params.append(query.event_id)
+        if query.action:
+            sql += " AND action = ?"
+            params.append(query.action)
+        if query.since:
+            sql += " AND at >= ?"
+            params.append(_micros(query.since))
+        if query.cursor:
+            sql += " AND seq > ?"
+            params.append(int(_decode_cursor(query.cursor)[0]))
+        rows = self._conn().execute(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1)).fetchall()
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        cursor = _encode_cursor([rows[-1][0]]) if more and rows else None
+        return [AuditRecord.model_validate_json(r[1]) for r in rows], cursor
+
+    def writes_enabled(self, tenant_id: str) -> bool:
+        row = self._conn().execute(
+            "SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,)
+        ).fetchone()
+        return True if row is None else bool(row[0])
+
+    def integrity_ok(self) -> bool:
+        return self._conn().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def count(self, tenant_id: str, status: Status | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM episodes WHERE tenant_id = ?"
+        params: list[Any] = [tenant_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status.value)
+        return int(self._conn().execute(sql, params).fetchone()[0])

@@ -1,0 +1,83 @@
+"""The ``episodic`` command: ``serve`` runs the local service, ``demo`` shows it working."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from functions import api
+
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.server import Scheduler, create_server
+    from episodic.adapters.local.tokens import load_tokens
+    from episodic.settings import Settings
+
+    settings = Settings.from_env()
+    if args.data_dir:
+        settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
+    try:
+        tokens = load_tokens(settings.data_dir.expanduser())
+    except ValueError as exc:
+        print(f"episodic: {exc}", file=sys.stderr)
+        return 2
+    service = build_local_service(settings)
+    api.set_service(service)
+    warm = getattr(service.embedder, "warm_up", None)
+    if warm is not None:
+        warm()
+    service.policy.chatter  # noqa: B018 - train the chatter classifier before the first request
+    try:
+        server = create_server(args.host, args.port, tokens, api.handler)
+    except OSError as exc:
+        print(f"episodic: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    scheduler = Scheduler(service, settings.sweep_interval_seconds)
+    scheduler.start()
+    host, port = server.server_address[:2]
+    print(f"episodic memory service on http://{host}:{port}  (data: {settings.data_dir.resolve()})")
+    print(f"  API docs: http://{host}:{port}/v1/swagger   health: http://{host}:{port}/v1/health")
+    if tokens.created:
+        print(f"  created {tokens.source} with two tokens for tenant 'demo' (keep them secret):")
+        for token, caller in tokens.tokens.items():
+            print(f"    {caller.role.value:<8} {token}")
+    else:
+        print(f"  tokens from {tokens.source} ({len(tokens.tokens)} known)")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nstopping")
+    finally:
+        scheduler.stop()
+        server.server_close()
+        service.store.close()  # type: ignore[attr-defined]
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from episodic.demo import run_demo
+
+    return run_demo(Path(args.data_dir) if args.data_dir else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="episodic", description="Long-term episodic memory for AI agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the service on the embedded local backend")
+    serve.add_argument("--host", default=os.environ.get("EPISODIC_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("EPISODIC_PORT", "8765")))
+    serve.add_argument("--data-dir", default=None, help="where the database, archive and tokens live")
+    serve.set_defaults(func=_serve)
+    demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
+    demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
+    demo.set_defaults(func=_demo)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,375 @@
+"""The episode model and the request/response shapes around it (pydantic v2).
+
+An *episode* is one remembered event. Two shapes matter:
+
+* :class:`EpisodeProposal` is what a caller (agent, workflow, business system) proposes.
+  Fields whose absence makes the proposal "not an episode" (actor, occurrence time,
+  source) are optional *here* on purpose: the write policy, not the schema, rejects
+  them, so the refusal is audited with a reason code like every other decision.
+* :class:`Episode` is what the store holds once the policy allowed (or sent to review)
+  a proposal: every governance field is filled in.
+
+JSON is camelCase; Python attributes are snake_case. Datetimes must carry a timezone
+(naive ones are rejected with a clear message) and are normalised to UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    field_validator,
+)
+from pydantic.alias_generators import to_camel
+
+
+def _to_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_to_utc)]
+"""A timezone-aware datetime, normalised to UTC. Naive datetimes fail validation."""
+
+Ref = Annotated[str, Field(min_length=1, max_length=512)]
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$")]
+Id = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")]
+
+
+class CamelModel(BaseModel):
+    """Base for every wire model: camelCase aliases, unknown fields refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+    )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The wire form: camelCase keys, JSON-compatible values."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class EventType(StrEnum):
+    USER_PREFERENCE_STATED = "user_preference_stated"
+    CORRECTION_RECEIVED = "correction_received"
+    TASK_MILESTONE = "task_milestone"
+    HUMAN_APPROVAL = "human_approval"
+    TOOL_OBSERVED_EVENT = "tool_observed_event"
+    INCIDENT_OR_FAILURE = "incident_or_failure"
+    CONVERSATION_TURN = "conversation_turn"
+    TOOL_CALL = "tool_call"
+    ERROR = "error"
+    FEEDBACK = "feedback"
+    SESSION_SUMMARY = "session_summary"
+
+
+class SourceTrust(StrEnum):
+    USER_PROVIDED = "user_provided"
+    TOOL_RESULT = "tool_result"
+    APPROVED_SOURCE = "approved_source"
+    OPERATOR_ENTERED = "operator_entered"
+    UNTRUSTED_CONTENT = "untrusted_content"
+
+
+class Confidence(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class ProposedBy(StrEnum):
+    MODEL = "model"
+    WORKFLOW = "workflow"
+    USER = "user"
+    OPERATOR = "operator"
+
+
+class PrivacyClass(StrEnum):
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    PRIVATE = "private"
+    SENSITIVE = "sensitive"
+
+
+class Status(StrEnum):
+    PENDING_REVIEW = "pending_review"
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+
+
+class Role(StrEnum):
+    AGENT = "agent"
+    OPERATOR = "operator"
+
+
+class Decision(StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+    REVIEW = "review"
+
+
+class Retention(CamelModel):
+    expires_at: UtcDatetime | None = None
+    delete_on_request: bool = True
+
+
+class Consent(CamelModel):
+    required: bool = False
+    granted: bool = False
+    consent_ref: Ref | None = None
+
+
+class Details(CamelModel):
+    input: dict[str, JsonValue] | None = None
+    output: dict[str, JsonValue] | None = None
+
+
+class DecisionNote(CamelModel):
+    """A decision the agent or a human took, with how sure they were."""
+
+    action: Annotated[str, Field(min_length=1, max_length=500)]
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)]
+    rationale: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class _EpisodeContent(CamelModel):
+    """Fields shared by proposals and stored episodes."""
+
+    event_type: EventType
+    project_id: Id | None = None
+    agent_id: Id | None = None
+    session_id: Id | None = None
+    resource_refs: Annotated[list[Ref], Field(max_length=50)] = []
+    summary: Annotated[str, Field(min_length=1, max_length=4000)]
+    details: Details | None = None
+    tags: Annotated[list[Tag], Field(max_length=32)] = []
+    decisions: Annotated[list[DecisionNote], Field(max_length=20)] = []
+    outcome: Annotated[str, Field(max_length=2000)] | None = None
+    success: bool | None = None
+    duration_ms: Annotated[int, Field(ge=0)] | None = None
+    confidence: Confidence = Confidence.MEDIUM
+    importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    proposed_by: ProposedBy = ProposedBy.MODEL
+    privacy_class: PrivacyClass = PrivacyClass.INTERNAL
+    retention: Retention = Retention()
+    consent: Consent = Consent()
+    supersedes_event_ids: Annotated[list[Id], Field(max_length=20)] = []
+    correction_path: Annotated[str, Field(max_length=1000)] | None = None
+
+    @field_validator("tags")
+    @classmethod
+    def _normalise_tags(cls, tags: list[str]) -> list[str]:
+        """Tags are case-insensitive labels: store them lower-cased and de-duplicated, in order."""
+        seen: dict[str, None] = {}
+        for tag in tags:
+            seen.setdefault(tag.lower(), None)
+        return list(seen)
+
+    @field_validator("summary")
+    @classmethod
+    def _strip_summary(cls, summary: str) -> str:
+        stripped = summary.strip()
+        if not stripped:
+            raise ValueError("summary must not be blank")
+        return stripped
+
+
+class EpisodeProposal(_EpisodeContent):
+    """What a caller proposes to remember. The runtime decides whether it is written."""
+
+    actor_id: Id | None = None
+    tenant_id: Id | None = Field(
+        default=None,
+        description="Optional. The tenant always comes from the caller's credentials; "
+        "a proposal naming another tenant is refused with 403.",
+    )
+    occurred_at: UtcDatetime | None = None
+    source_refs: Annotated[list[Ref], Field(max_length=50)] = []
+    source_trust: SourceTrust | None = None
+
+
+class Episode(_EpisodeContent):
+    """A stored episode: a proposal the policy accepted, with its governance state."""
+
+    event_id: Id
+    tenant_id: Id
+    actor_id: Id
+    occurred_at: UtcDatetime
+    recorded_at: UtcDatetime
+    source_refs: Annotated[list[Ref], Field(min_length=1)]
+    source_trust: SourceTrust
+    policy_version: str
+    status: Status = Status.ACTIVE
+    access_count: Annotated[int, Field(ge=0)] = 0
+    last_accessed_at: UtcDatetime | None = None
+    feedback_score: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0
+    feedback_count: Annotated[int, Field(ge=0)] = 0
+    retention_score: Annotated[float, Field(ge=0.0, le=10.0)] = 5.0
+
+    def search_text(self) -> str:
+        """The text the lexical index and the embedder see: summary, outcome, tags, details."""
+        parts = [self.summary]
+        if self.outcome:
+            parts.append(self.outcome)
+        if self.tags:
+            parts.append(" ".join(self.tags))
+        if self.details is not None:
+            parts.extend(_flatten_strings(self.details.model_dump(mode="json")))
+        return "\n".join(parts)
+
+    def is_expired(self, now: datetime) -> bool:
+        expires = self.retention.expires_at
+        return expires is not None and expires <= now
+
+
+def _flatten_strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _flatten_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _flatten_strings(v)]
+    return []
+
+
+class Caller(CamelModel):
+    """Who is calling, as established by the authorizer. Never taken from a request body."""
+
+    tenant_id: Id
+    role: Role
+    principal_id: Annotated[str, Field(min_length=1, max_length=256)]
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role is Role.OPERATOR
+
+
+class Redaction(CamelModel):
+    field: str
+    kind: str
+
+
+class PolicyDecision(CamelModel):
+    """The policy's verdict on one proposal, with every reason code that led to it."""
+
+    decision: Decision
+    reasons: list[str]
+    policy_version: str
+    redactions: list[Redaction] = []
+
+
+class RememberResult(CamelModel):
+    """Outcome of one write: the stored episode (allow), the review (review) or the reason (deny)."""
+
+    decision: Decision
+    reasons: list[str]
+    policy_version: str
+    redactions: list[Redaction] = []
+    event_id: str | None = None
+    review_id: str | None = None
+    status: Status | None = None
+    episode: Episode | None = None
+
+    @property
+    def reason(self) -> str:
+        return ",".join(self.reasons)
+
+
+class RecallRequest(CamelModel):
+    """Scope first (every filter applies before ranking), then an optional query to rank by."""
+
+    query: Annotated[str, Field(max_length=2000)] | None = None
+    actor_id: Id | None = None
+    project_id: Id | None = None
+    event_types: list[EventType] = []
+    tags: Annotated[list[Tag], Field(max_length=16)] = []
+    occurred_after: UtcDatetime | None = None
+    occurred_before: UtcDatetime | None = None
+    statuses: list[Status] = [Status.ACTIVE]
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+
+    @field_validator("tags")
+    @classmethod
+    def _lower_tags(cls, tags: list[str]) -> list[str]:
+        return [t.lower() for t in tags]
+
+    @field_validator("statuses")
+    @classmethod
+    def _never_pending(cls, statuses: list[Status]) -> list[Status]:
+        if Status.PENDING_REVIEW in statuses:
+            raise ValueError("pending_review episodes are never recallable")
+        if not statuses:
+            raise ValueError("statuses must name at least one status")
+        return statuses
+
+
+class ScoreComponents(CamelModel):
+    """Why an item ranked where it did: each component in [0, 1] and its weight."""
+
+    relevance: float
+    lexical: float
+    semantic: float
+    recency: float
+    importance: float
+    trust: float
+    confidence: float
+    weights: dict[str, float]
+
+
+class RecallItem(CamelModel):
+    episode: Episode
+    score: float
+    components: ScoreComponents
+
+
+class RecallResponse(CamelModel):
+    recall_id: str
+    items: list[RecallItem]
+    context: str = Field(description="Ready-to-inject evidence block: past events, not instructions.")
+
+
+class Review(CamelModel):
+    review_id: str
+    tenant_id: str
+    event_id: str
+    status: str  # pending | approved | denied | expired
+    reasons: list[str]
+    policy_version: str
+    requested_at: UtcDatetime
+    decided_at: UtcDatetime | None = None
+    reviewer: str | None = None
+    note: str | None = None
+
+
+class ReviewView(CamelModel):
+    review: Review
+    episode: Episode | None
+
+
+class AuditRecord(CamelModel):
+    """One append-only audit entry. Never holds erased text: only ids, codes and hashes."""
+
+    audit_id: str
+    tenant_id: str
+    at: UtcDatetime
+    action: str
+    principal_id: str
+    event_id: str | None = None
+    reasons: list[str] = []
+    policy_version: str | None = None
+    detail: dict[str, JsonValue] = {}
+
+
+class TimelinePage(CamelModel):
+    items: list[Episode]
+    next_cursor: str | None = None

@@ -1,0 +1,211 @@
+"""Ports: what the core needs from the outside world, as ``typing.Protocol``s.
+
+The use cases in :mod:`episodic.service` depend only on these. Adapters implement them:
+``adapters.local`` with SQLite, files and MiniLM; ``adapters.aws`` with DynamoDB,
+OpenSearch, S3, Step Functions and Bedrock.
+
+Writes go through one call, :meth:`TimelineStore.apply`, with a :class:`Changes` set
+that must commit atomically: the episode, the status changes it causes, its audit
+records, its review and its idempotency record succeed or fail together. That is what
+makes "every decision is audited" and "nothing acknowledged is lost" hold on every
+backend (a SQLite transaction locally, a DynamoDB transaction in AWS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from episodic.model import AuditRecord, Episode, EventType, PrivacyClass, Review, Status
+from episodic.ranking import Candidate
+
+Vector = Sequence[float]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length vectors. Identity and dimension are stored with each vector."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+
+
+@dataclass(frozen=True)
+class NewEpisode:
+    episode: Episode
+    vector: Vector | None
+    embedder: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """Optimistic concurrency: applies only if the episode still has ``expected`` status."""
+
+    event_id: str
+    expected: Status
+    new: Status
+
+
+@dataclass(frozen=True)
+class StatsChange:
+    """Feedback and retention-score updates for one episode."""
+
+    event_id: str
+    feedback_score: float
+    feedback_count: int
+    retention_score: float
+
+
+@dataclass(frozen=True)
+class ReviewChange:
+    """Closes a review; applies only if it is still pending."""
+
+    review_id: str
+    status: str
+    decided_at: datetime
+    reviewer: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    tenant_id: str
+    key: str
+    request_hash: str
+    result: Any
+    created_at: datetime
+
+
+@dataclass
+class Changes:
+    """Everything one use case writes, committed atomically or not at all."""
+
+    tenant_id: str
+    put: list[NewEpisode] = field(default_factory=list)
+    status: list[StatusChange] = field(default_factory=list)
+    stats: list[StatsChange] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    audit: list[AuditRecord] = field(default_factory=list)
+    reviews_put: list[Review] = field(default_factory=list)
+    reviews_close: list[ReviewChange] = field(default_factory=list)
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The filters recall applies before any ranking. ``tenant_id`` is always set."""
+
+    tenant_id: str
+    now: datetime
+    actor_id: str | None = None
+    project_id: str | None = None
+    event_types: tuple[EventType, ...] = ()
+    tags: tuple[str, ...] = ()
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    statuses: tuple[Status, ...] = (Status.ACTIVE,)
+    privacy_classes: tuple[PrivacyClass, ...] = tuple(PrivacyClass)
+
+
+@dataclass(frozen=True)
+class TimelineQuery:
+    scope: Scope
+    limit: int = 50
+    cursor: str | None = None
+    newest_first: bool = True
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    tenant_id: str
+    event_id: str | None = None
+    action: str | None = None
+    since: datetime | None = None
+    limit: int = 100
+    cursor: str | None = None
+
+
+class TimelineStore(Protocol):
+    """The source of truth: episodes, reviews, idempotency keys and the audit log."""
+
+    def apply(self, changes: Changes) -> None:
+        """Commit atomically. Raises ``ConflictError`` when a create-once or expected-status
+        condition fails (nothing is written then)."""
+        ...
+
+    def get(self, tenant_id: str, event_id: str) -> Episode | None: ...
+
+    def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]: ...
+
+    def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]: ...
+
+    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None: ...
+
+    def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None: ...
+
+    def get_review(self, tenant_id: str, review_id: str) -> Review | None: ...
+
+    def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]: ...
+
+    def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
+        """Pending reviews of every tenant requested before ``before`` (for the timeout sweep)."""
+        ...
+
+    def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
+        """Episodes of every tenant whose retention has passed (for the expiry sweep)."""
+        ...
+
+    def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]: ...
+
+    def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
+        """Ids of session summaries whose sourceRefs cite any of ``event_ids`` (erasure cascade)."""
+        ...
+
+    def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]: ...
+
+    def writes_enabled(self, tenant_id: str) -> bool: ...
+
+    def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None: ...
+
+    def compact_after_erasure(self) -> None:
+        """Make sure erased bytes do not linger (free pages, logs) where the backend allows it."""
+        ...
+
+
+class RecallIndex(Protocol):
+    """A projection of the timeline for recall: returns scoped candidates with raw signals."""
+
+    def candidates(
+        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+    ) -> list[Candidate]:
+        """Only episodes inside ``scope``. With a query: the best ``pool_size`` by BM25 and by
+        cosine. Without: the newest ``pool_size``."""
+        ...
+
+
+class ColdArchive(Protocol):
+    """Compressed records of forgotten episodes, keyed by tenant/actor/date."""
+
+    def put(self, episode: Episode, reason: str, at: datetime) -> str: ...
+
+    def delete_events(self, tenant_id: str, event_ids: Sequence[str]) -> int: ...
+
+    def delete_actor(self, tenant_id: str, actor_id: str) -> int: ...
+
+    def contains(self, tenant_id: str, event_id: str) -> bool: ...
+
+
+class ReviewNotifier(Protocol):
+    """Tells reviewers a write waits for them (Step Functions task in AWS; a log/queue locally)."""
+
+    def review_requested(self, review: Review, episode: Episode) -> None: ...

@@ -1,0 +1,121 @@
+"""Explainable ranking of a scoped candidate set.
+
+Scope filters have already been applied by the store or index; this module only orders
+what is allowed to be returned. The score is a weighted sum of components in [0, 1],
+each reported back to the caller so a ranking can always be explained:
+
+* relevance -- hybrid of lexical (BM25, normalised by the best BM25 in the candidate
+  set) and semantic (cosine similarity of embeddings, negatives clipped to 0);
+* recency -- exponential decay with a configurable half-life;
+* importance -- as proposed (0..1);
+* trust -- from the source's trust class;
+* confidence -- from the episode's confidence.
+
+Without a query, relevance carries no information, so its weight is dropped and the
+other weights are renormalised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from episodic.model import Confidence, Episode, RecallItem, ScoreComponents, SourceTrust
+
+TRUST_SCORES: Mapping[SourceTrust, float] = {
+    SourceTrust.OPERATOR_ENTERED: 1.0,
+    SourceTrust.APPROVED_SOURCE: 0.9,
+    SourceTrust.TOOL_RESULT: 0.8,
+    SourceTrust.USER_PROVIDED: 0.7,
+    SourceTrust.UNTRUSTED_CONTENT: 0.2,
+}
+
+CONFIDENCE_SCORES: Mapping[Confidence, float] = {
+    Confidence.HIGH: 1.0,
+    Confidence.MEDIUM: 0.6,
+    Confidence.LOW: 0.3,
+}
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    relevance: float = 0.55
+    recency: float = 0.2
+    importance: float = 0.1
+    trust: float = 0.1
+    confidence: float = 0.05
+    semantic_share: float = 0.6
+    """Share of relevance that comes from the embeddings; the rest comes from BM25."""
+    half_life_days: float = 30.0
+    min_relevance: float = 0.1
+    """With a query, candidates less relevant than this are not evidence and are dropped."""
+
+    def effective(self, has_query: bool) -> dict[str, float]:
+        raw = {
+            "relevance": self.relevance if has_query else 0.0,
+            "recency": self.recency,
+            "importance": self.importance,
+            "trust": self.trust,
+            "confidence": self.confidence,
+        }
+        total = sum(raw.values()) or 1.0
+        return {k: round(v / total, 6) for k, v in raw.items()}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A scoped episode with its raw relevance signals from the index."""
+
+    event_id: str
+    lexical: float = 0.0
+    """BM25 score, larger is better (0 when the text did not match)."""
+    semantic: float = 0.0
+    """Cosine similarity between query and episode embeddings, in [-1, 1]."""
+
+
+@dataclass
+class Ranker:
+    weights: RankingWeights = field(default_factory=RankingWeights)
+
+    def recency(self, occurred_at: datetime, now: datetime) -> float:
+        age_days = max((now - occurred_at).total_seconds(), 0.0) / 86400.0
+        return float(0.5 ** (age_days / self.weights.half_life_days))
+
+    def rank(
+        self,
+        candidates: Iterable[Candidate],
+        episodes: Mapping[str, Episode],
+        now: datetime,
+        has_query: bool,
+        limit: int,
+    ) -> list[RecallItem]:
+        pool = [c for c in candidates if c.event_id in episodes]
+        best_lexical = max((c.lexical for c in pool), default=0.0)
+        weights = self.weights.effective(has_query)
+        items = []
+        for cand in pool:
+            episode = episodes[cand.event_id]
+            lexical = cand.lexical / best_lexical if best_lexical > 0 else 0.0
+            semantic = max(cand.semantic, 0.0)
+            share = self.weights.semantic_share
+            relevance = share * semantic + (1.0 - share) * lexical if has_query else 0.0
+            if has_query and relevance < self.weights.min_relevance:
+                continue
+            parts = {
+                "relevance": relevance,
+                "recency": self.recency(episode.occurred_at, now),
+                "importance": episode.importance,
+                "trust": TRUST_SCORES[episode.source_trust],
+                "confidence": CONFIDENCE_SCORES[episode.confidence],
+            }
+            score = sum(weights[k] * v for k, v in parts.items())
+            components = ScoreComponents(
+                lexical=round(lexical, 6),
+                semantic=round(semantic, 6),
+                weights=weights,
+                **{k: round(v, 6) for k, v in parts.items()},
+            )
+            items.append(RecallItem(episode=episode, score=round(score, 6), components=components))
+        items.sort(key=lambda item: (-item.score, -item.episode.occurred_at.timestamp(), item.episode.event_id))
+        return items[:limit]

@@ -1,0 +1,718 @@
+"""The use cases of the memory service: remember, recall, correct, erase, review, audit.
+
+:class:`MemoryService` is the single place where the rules of the product live. Entry
+points (the REST API, the CLI, later stream and workflow handlers) authenticate a
+:class:`~episodic.model.Caller` and call one method; adapters behind the ports do I/O.
+
+Invariants every method keeps:
+* the tenant comes from the caller, never from a body, and every read and write is
+  scoped to it; another tenant's id answers "not found";
+* every policy decision and every forgetting is audited in the same atomic commit as
+  the change it describes, and audit records never hold episode text (only ids, reason
+  codes and content hashes);
+* recall filters first (tenant, scope, status, retention, privacy) and ranks second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ulid import ULID
+
+from episodic.errors import (
+    ConflictError,
+    ForbiddenError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    WritesDisabledError,
+)
+from episodic.evidence import render_context
+from episodic.model import (
+    AuditRecord,
+    Caller,
+    Decision,
+    Episode,
+    EpisodeProposal,
+    EventType,
+    PolicyDecision,
+    PrivacyClass,
+    RecallRequest,
+    RecallResponse,
+    RememberResult,
+    Review,
+    ReviewView,
+    Status,
+    TimelinePage,
+)
+from episodic.policy import WritePolicy
+from episodic.ports import (
+    AuditQuery,
+    Changes,
+    Clock,
+    ColdArchive,
+    Embedder,
+    IdempotencyRecord,
+    NewEpisode,
+    RecallIndex,
+    ReviewChange,
+    ReviewNotifier,
+    Scope,
+    StatsChange,
+    StatusChange,
+    TimelineQuery,
+    TimelineStore,
+)
+from episodic.ranking import Ranker
+from episodic.retention import retention_score
+from episodic.settings import Settings
+
+SUMMARY_REF_PREFIX = "episode:"
+"""How a summary's sourceRefs cite the episodes it was made from (``episode:<eventId>``)."""
+
+ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
+"""Privacy classes recalled only when the caller scopes recall to that one actor."""
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+def content_hash(episode: Episode) -> str:
+    """A stable hash of what an episode held, kept in tombstones instead of the text."""
+    canonical = json.dumps(episode.to_json_dict(), sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _hash_text(value: str) -> str:
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
+
+
+def _new_id(now: datetime) -> str:
+    return str(ULID.from_datetime(now))
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    expired: int
+    reviews_timed_out: int
+
+
+class MemoryService:
+    def __init__(
+        self,
+        *,
+        store: TimelineStore,
+        index: RecallIndex,
+        archive: ColdArchive,
+        embedder: Embedder,
+        notifier: ReviewNotifier,
+        settings: Settings | None = None,
+        policy: WritePolicy | None = None,
+        clock: Clock | None = None,
+        backend: str = "custom",
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.archive = archive
+        self.embedder = embedder
+        self.notifier = notifier
+        self.settings = settings or Settings()
+        self.policy = policy or WritePolicy()
+        self.clock = clock or SystemClock()
+        self.ranker = Ranker(self.settings.ranking_weights())
+        self.backend = backend
+        self._erasure_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ writes
+
+    def remember(
+        self, caller: Caller, proposal: EpisodeProposal, idempotency_key: str | None = None
+    ) -> RememberResult:
+        """Decide on one proposal and store it as the decision says."""
+        return self._idempotent(caller, "remember", [proposal], idempotency_key)[0]
+
+    def remember_batch(
+        self, caller: Caller, proposals: Sequence[EpisodeProposal], idempotency_key: str | None = None
+    ) -> list[RememberResult]:
+        """Decide and store each proposal independently; embeddings are computed in one batch."""
+        if not 1 <= len(proposals) <= 100:
+            raise InvalidRequestError("a batch holds between 1 and 100 episodes", count=len(proposals))
+        return self._idempotent(caller, "batch", list(proposals), idempotency_key)
+
+    def correct(
+        self,
+        caller: Caller,
+        event_id: str,
+        proposal: EpisodeProposal,
+        idempotency_key: str | None = None,
+    ) -> RememberResult:
+        """Write a superseding episode; the old one becomes ``superseded`` in the same commit."""
+        old = self._get_visible(caller, event_id)
+        if old.status is not Status.ACTIVE:
+            raise ConflictError(f"episode {event_id} is {old.status.value}, only active episodes can be corrected")
+        supersedes = list(dict.fromkeys([event_id, *proposal.supersedes_event_ids]))
+        proposal = proposal.model_copy(
+            update={
+                "supersedes_event_ids": supersedes,
+                "actor_id": proposal.actor_id or old.actor_id,
+                "correction_path": proposal.correction_path or f"corrects {event_id}",
+            }
+        )
+        return self.remember(caller, proposal, idempotency_key)
+
+    def _idempotent(
+        self,
+        caller: Caller,
+        kind: str,
+        proposals: list[EpisodeProposal],
+        key: str | None,
+    ) -> list[RememberResult]:
+        """Same key and body: the first result again, nothing new stored. Same key, other body: 409."""
+        self._check_writes(caller)
+        if key is None:
+            return self._write(caller, proposals)
+        if not 1 <= len(key) <= 255:
+            raise InvalidRequestError("Idempotency-Key must be 1 to 255 characters")
+        body = json.dumps([p.to_json_dict() for p in proposals], sort_keys=True, separators=(",", ":"))
+        request_hash = _hash_text(f"{kind}\n{body}")
+        for attempt in range(2):
+            previous = self.store.find_idempotency(caller.tenant_id, key)
+            if previous is not None:
+                if previous.request_hash != request_hash:
+                    raise IdempotencyConflictError(
+                        "this Idempotency-Key was already used with a different request body"
+                    )
+                return [RememberResult.model_validate(r) for r in previous.result]
+            try:
+                return self._write(caller, proposals, idempotency=(key, request_hash))
+            except _IdempotencyRace:
+                if attempt == 1:
+                    raise ConflictError("concurrent requests with the same Idempotency-Key") from None
+        raise AssertionError("unreachable")
+
+    def _check_writes(self, caller: Caller) -> None:
+        if self.settings.writes_disabled or not self.store.writes_enabled(caller.tenant_id):
+            raise WritesDisabledError("writes are disabled by an operator; recall still works")
+
+    def _write(
+        self,
+        caller: Caller,
+        proposals: list[EpisodeProposal],
+        idempotency: tuple[str, str] | None = None,
+    ) -> list[RememberResult]:
+        now = self.clock.now()
+        for proposal in proposals:
+            if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
+                raise ForbiddenError("the episode names a tenant other than the caller's")
+        judged = [self.policy.decide(p, caller, now) for p in proposals]
+        storable = [
+            (i, self._build_episode(caller, p, d, now))
+            for i, (d, p) in enumerate(judged)
+            if d.decision is not Decision.DENY
+        ]
+        vectors = self.embedder.embed([ep.search_text() for _, ep in storable]) if storable else []
+        by_index = {i: (ep, vec) for (i, ep), vec in zip(storable, vectors, strict=True)}
+
+        results: list[RememberResult] = []
+        changes_per_item: list[Changes] = []
+        for i, (decision, _) in enumerate(judged):
+            changes = Changes(tenant_id=caller.tenant_id)
+            if i in by_index:
+                episode, vector = by_index[i]
+                try:
+                    result = self._stage_store(caller, decision, episode, vector, changes, now)
+                except InvalidRequestError as exc:
+                    if len(proposals) == 1:
+                        raise
+                    changes = Changes(tenant_id=caller.tenant_id)
+                    result = RememberResult(
+                        decision=Decision.DENY,
+                        reasons=["invalid_reference", *exc.details.get("eventIds", [])],
+                        policy_version=decision.policy_version,
+                    )
+            else:
+                changes.audit.append(self._audit(caller, "episode.denied", now, None, decision))
+                result = RememberResult(
+                    decision=decision.decision,
+                    reasons=decision.reasons,
+                    policy_version=decision.policy_version,
+                    redactions=decision.redactions,
+                )
+            results.append(result)
+            changes_per_item.append(changes)
+
+        if idempotency is not None:
+            # Decisions for all items and the key commit together: a retry finds either
+            # nothing (and redoes the work) or everything (and replays the results).
+            merged = Changes(tenant_id=caller.tenant_id)
+            for c in changes_per_item:
+                merged.put += c.put
+                merged.status += c.status
+                merged.audit += c.audit
+                merged.reviews_put += c.reviews_put
+            merged.idempotency = IdempotencyRecord(
+                tenant_id=caller.tenant_id,
+                key=idempotency[0],
+                request_hash=idempotency[1],
+                result=[r.to_json_dict() for r in results],
+                created_at=now,
+            )
+            try:
+                self.store.apply(merged)
+            except ConflictError as exc:
+                if self.store.find_idempotency(caller.tenant_id, idempotency[0]) is not None:
+                    raise _IdempotencyRace() from exc
+                raise
+        else:
+            for i, changes in enumerate(changes_per_item):
+                try:
+                    self.store.apply(changes)
+                except ConflictError as exc:
+                    # Items are independent: a stale supersede fails this item only.
+                    results[i] = RememberResult(
+                        decision=Decision.DENY,
+                        reasons=["conflict", *results[i].reasons],
+                        policy_version=self.policy.version,
+                    )
+                    if len(proposals) == 1:
+                        raise ConflictError(exc.message) from exc
+        for result in results:
+            if result.review_id is not None and result.episode is not None:
+                review = self.store.get_review(caller.tenant_id, result.review_id)
+                if review is not None:
+                    self.notifier.review_requested(review, result.episode)
+        return results
+
+    def _build_episode(
+        self, caller: Caller, p: EpisodeProposal, decision: PolicyDecision, now: datetime
+    ) -> Episode:
+        assert p.actor_id and p.occurred_at and p.source_trust  # guaranteed by the policy
+        data = p.model_dump(exclude={"tenant_id"})
+        data.update(
+            event_id=_new_id(now),
+            tenant_id=caller.tenant_id,
+            recorded_at=now,
+            policy_version=decision.policy_version,
+            status=Status.ACTIVE if decision.decision is Decision.ALLOW else Status.PENDING_REVIEW,
+        )
+        episode = Episode.model_validate(data)
+        return episode.model_copy(
+            update={"retention_score": retention_score(episode, now, self.settings.tag_weights)}
+        )
+
+    def _stage_store(
+        self,
+        caller: Caller,
+        decision: PolicyDecision,
+        episode: Episode,
+        vector: Any,
+        changes: Changes,
+        now: datetime,
+    ) -> RememberResult:
+        changes.put.append(NewEpisode(episode=episode, vector=vector, embedder=self.embedder.name))
+        review_id = None
+        if decision.decision is Decision.REVIEW:
+            review_id = _new_id(now)
+            changes.reviews_put.append(
+                Review(
+                    review_id=review_id,
+                    tenant_id=caller.tenant_id,
+                    event_id=episode.event_id,
+                    status="pending",
+                    reasons=decision.reasons,
+                    policy_version=decision.policy_version,
+                    requested_at=now,
+                )
+            )
+            changes.audit.append(
+                self._audit(caller, "episode.review_requested", now, episode.event_id, decision, reviewId=review_id)
+            )
+        else:
+            self._stage_supersede(caller, episode, changes, now)
+            changes.audit.append(self._audit(caller, "episode.written", now, episode.event_id, decision))
+        return RememberResult(
+            decision=decision.decision,
+            reasons=decision.reasons,
+            policy_version=decision.policy_version,
+            redactions=decision.redactions,
+            event_id=episode.event_id,
+            review_id=review_id,
+            status=episode.status,
+            episode=episode,
+        )
+
+    def _stage_supersede(self, caller: Caller, episode: Episode, changes: Changes, now: datetime) -> None:
+        if not episode.supersedes_event_ids:
+            return
+        found = self.store.get_many(caller.tenant_id, episode.supersedes_event_ids)
+        missing = [i for i in episode.supersedes_event_ids if i not in found]
+        if missing:
+            raise InvalidRequestError("supersedesEventIds names unknown episodes", eventIds=missing)
+        for old_id in episode.supersedes_event_ids:
+            changes.status.append(StatusChange(old_id, Status.ACTIVE, Status.SUPERSEDED))
+            changes.audit.append(
+                self._audit(caller, "episode.superseded", now, old_id, None, supersededBy=episode.event_id)
+            )
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, caller: Caller, event_id: str) -> Episode:
+        return self._get_visible(caller, event_id)
+
+    def _get_visible(self, caller: Caller, event_id: str) -> Episode:
+        episode = self.store.get(caller.tenant_id, event_id)
+        if episode is None or episode.is_expired(self.clock.now()):
+            raise NotFoundError(f"no episode {event_id}")
+        return episode
+
+    def timeline(
+        self,
+        caller: Caller,
+        *,
+        actor_id: str | None = None,
+        project_id: str | None = None,
+        event_types: Sequence[EventType] = (),
+        tags: Sequence[str] = (),
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        statuses: Sequence[Status] = (Status.ACTIVE,),
+        limit: int = 50,
+        cursor: str | None = None,
+        newest_first: bool = True,
+    ) -> TimelinePage:
+        if Status.PENDING_REVIEW in statuses and not caller.is_operator:
+            raise ForbiddenError("only operators can list episodes pending review")
+        scope = Scope(
+            tenant_id=caller.tenant_id,
+            now=self.clock.now(),
+            actor_id=actor_id,
+            project_id=project_id,
+            event_types=tuple(event_types),
+            tags=tuple(t.lower() for t in tags),
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            statuses=tuple(statuses),
+        )
+        items, next_cursor = self.store.timeline(
+            TimelineQuery(scope=scope, limit=limit, cursor=cursor, newest_first=newest_first)
+        )
+        return TimelinePage(items=items, next_cursor=next_cursor)
+
+    def recall(self, caller: Caller, request: RecallRequest) -> RecallResponse:
+        """Scope first, then rank; audit what was returned to whom and count the access."""
+        now = self.clock.now()
+        privacy = tuple(PrivacyClass) if request.actor_id else (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL)
+        scope = Scope(
+            tenant_id=caller.tenant_id,
+            now=now,
+            actor_id=request.actor_id,
+            project_id=request.project_id,
+            event_types=tuple(request.event_types),
+            tags=tuple(request.tags),
+            occurred_after=request.occurred_after,
+            occurred_before=request.occurred_before,
+            statuses=tuple(request.statuses),
+            privacy_classes=privacy,
+        )
+        query = (request.query or "").strip() or None
+        vector = self.embedder.embed([query])[0] if query else None
+        pool = max(self.settings.recall_pool_size, request.limit)
+        candidates = self.index.candidates(scope, query, vector, pool)
+        episodes = self.store.get_many(caller.tenant_id, [c.event_id for c in candidates])
+        # The index is a projection: re-check the scope against the source of truth.
+        episodes = {k: e for k, e in episodes.items() if _in_scope(e, scope)}
+        items = self.ranker.rank(candidates, episodes, now, has_query=query is not None, limit=request.limit)
+        recall_id = _new_id(now)
+        returned = [item.episode.event_id for item in items]
+        audit = AuditRecord(
+            audit_id=recall_id,
+            tenant_id=caller.tenant_id,
+            at=now,
+            action="recall.served",
+            principal_id=caller.principal_id,
+            detail={
+                "eventIds": list(returned),
+                "queryHash": _hash_text(query) if query else None,
+                "actorScoped": request.actor_id is not None,
+            },
+        )
+        self.store.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
+        if returned:
+            self.store.record_access(caller.tenant_id, returned, now)
+        return RecallResponse(recall_id=recall_id, items=items, context=render_context(items))
+
+    # ------------------------------------------------------------------ feedback
+
+    def feedback(self, caller: Caller, event_id: str, helpful: bool, note: str | None = None) -> Episode:
+        """Agent feedback moves the episode's feedback score (a running mean in [-1, 1])."""
+        episode = self._get_visible(caller, event_id)
+        now = self.clock.now()
+        count = episode.feedback_count + 1
+        score = (episode.feedback_score * episode.feedback_count + (1.0 if helpful else -1.0)) / count
+        updated = episode.model_copy(update={"feedback_score": round(score, 6), "feedback_count": count})
+        updated = updated.model_copy(
+            update={"retention_score": retention_score(updated, now, self.settings.tag_weights)}
+        )
+        audit = self._audit(
+            caller, "feedback.recorded", now, event_id, None, helpful=helpful, noteHash=_hash_text(note) if note else None
+        )
+        self.store.apply(
+            Changes(
+                tenant_id=caller.tenant_id,
+                stats=[StatsChange(event_id, updated.feedback_score, count, updated.retention_score)],
+                audit=[audit],
+            )
+        )
+        return updated
+
+    # ------------------------------------------------------------------ erasure
+
+    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Erase one episode everywhere, and the summaries that cite it; leave tombstones."""
+        episode = self.store.get(caller.tenant_id, event_id)
+        archived = episode is None and self.archive.contains(caller.tenant_id, event_id)
+        if episode is None and not archived:
+            raise NotFoundError(f"no episode {event_id}")
+        if episode is not None and not episode.retention.delete_on_request and not caller.is_operator:
+            raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
+        return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
+
+    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Erase everything about an actor: timeline, index, archive, derived summaries."""
+        self._require_operator(caller)
+        ids = self.store.event_ids_of_actor(caller.tenant_id, actor_id)
+        result = self._erase_ids(caller, ids, reason or "actor_erasure_requested", scope="actor")
+        archived = self.archive.delete_actor(caller.tenant_id, actor_id)
+        now = self.clock.now()
+        self.store.apply(
+            Changes(
+                tenant_id=caller.tenant_id,
+                audit=[
+                    self._audit(
+                        caller,
+                        "actor.erased",
+                        now,
+                        None,
+                        None,
+                        actorHash=_hash_text(f"{caller.tenant_id}/{actor_id}"),
+                        erasedEpisodes=len(result["erased"]),
+                        archivedRecordsDeleted=archived,
+                    )
+                ],
+            )
+        )
+        result["archivedRecordsDeleted"] = result["archivedRecordsDeleted"] + archived
+        return result
+
+    def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> dict[str, Any]:
+        with self._erasure_lock:
+            now = self.clock.now()
+            cascade = self.store.summaries_citing(caller.tenant_id, ids) if ids else []
+            all_ids = list(dict.fromkeys([*ids, *cascade]))
+            found = self.store.get_many(caller.tenant_id, all_ids)
+            changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
+            for event_id in all_ids:
+                episode = found.get(event_id)
+                changes.audit.append(
+                    self._audit(
+                        caller,
+                        "episode.erased",
+                        now,
+                        event_id,
+                        None,
+                        reason=reason,
+                        scope=scope,
+                        cascade=event_id in cascade and event_id not in ids,
+                        contentHash=content_hash(episode) if episode else None,
+                    )
+                )
+            self.store.apply(changes)
+            archived = self.archive.delete_events(caller.tenant_id, all_ids)
+            self.store.compact_after_erasure()
+        return {"erased": all_ids, "cascaded": [i for i in cascade if i not in ids], "archivedRecordsDeleted": archived}
+
+    # ------------------------------------------------------------------ reviews
+
+    def list_reviews(self, caller: Caller, status: str | None = "pending", limit: int = 100) -> list[ReviewView]:
+        self._require_operator(caller)
+        reviews = self.store.list_reviews(caller.tenant_id, status, limit)
+        episodes = self.store.get_many(caller.tenant_id, [r.event_id for r in reviews])
+        return [ReviewView(review=r, episode=episodes.get(r.event_id)) for r in reviews]
+
+    def decide_review(self, caller: Caller, review_id: str, approve: bool, note: str | None = None) -> ReviewView:
+        """An operator approves (activate) or denies (remove) a pending write."""
+        self._require_operator(caller)
+        review = self.store.get_review(caller.tenant_id, review_id)
+        if review is None:
+            raise NotFoundError(f"no review {review_id}")
+        if review.status != "pending":
+            raise ConflictError(f"review {review_id} is already {review.status}")
+        return self._close_review(caller, review, "approved" if approve else "denied", caller.principal_id, note)
+
+    def _close_review(self, caller: Caller, review: Review, outcome: str, reviewer: str, note: str | None) -> ReviewView:
+        now = self.clock.now()
+        episode = self.store.get(review.tenant_id, review.event_id)
+        changes = Changes(tenant_id=review.tenant_id)
+        changes.reviews_close.append(ReviewChange(review.review_id, outcome, now, reviewer, note))
+        if episode is not None:
+            if outcome == "approved":
+                changes.status.append(StatusChange(episode.event_id, Status.PENDING_REVIEW, Status.ACTIVE))
+                self._stage_supersede(caller, episode, changes, now)
+                episode = episode.model_copy(update={"status": Status.ACTIVE})
+            else:
+                changes.delete.append(episode.event_id)
+                episode = None
+        changes.audit.append(
+            self._audit(
+                caller,
+                f"review.{outcome}",
+                now,
+                review.event_id,
+                None,
+                reviewId=review.review_id,
+                reviewer=reviewer,
+                noteHash=_hash_text(note) if note else None,
+            )
+        )
+        self.store.apply(changes)
+        closed = review.model_copy(update={"status": outcome, "decided_at": now, "reviewer": reviewer, "note": note})
+        return ReviewView(review=closed, episode=episode)
+
+    # ------------------------------------------------------------------ operations
+
+    def audit(
+        self,
+        caller: Caller,
+        *,
+        event_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> tuple[list[AuditRecord], str | None]:
+        self._require_operator(caller)
+        return self.store.audit(
+            AuditQuery(tenant_id=caller.tenant_id, event_id=event_id, action=action, since=since, limit=limit, cursor=cursor)
+        )
+
+    def set_writes(self, caller: Caller, enabled: bool, reason: str | None = None) -> dict[str, Any]:
+        """The operator kill-switch: disables writes for the tenant; recall keeps working."""
+        self._require_operator(caller)
+        now = self.clock.now()
+        audit = self._audit(caller, "writes.enabled" if enabled else "writes.disabled", now, None, None, reason=reason)
+        self.store.set_writes_enabled(caller.tenant_id, enabled, audit)
+        return self.writes_status(caller.tenant_id)
+
+    def writes_status(self, tenant_id: str) -> dict[str, Any]:
+        return {
+            "writesEnabled": not self.settings.writes_disabled and self.store.writes_enabled(tenant_id),
+            "deploymentKillSwitch": self.settings.writes_disabled,
+        }
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "backend": self.backend,
+            "policyVersion": self.policy.version,
+            "embedder": self.embedder.name,
+            "deploymentWritesDisabled": self.settings.writes_disabled,
+        }
+
+    def sweep(self, limit: int = 500) -> SweepReport:
+        """Forget what retention says must go, and time out stale reviews (default: deny).
+
+        Runs in-process on a schedule locally; in AWS, TTL and the review workflow's
+        timeout do the same work.
+        """
+        now = self.clock.now()
+        system = Caller(tenant_id="system", role="operator", principal_id="system:sweep")
+        expired = 0
+        for episode in self.store.expired_episodes(now, limit):
+            key = self.archive.put(episode, "retention_expired", now)
+            audit = self._audit(
+                system.model_copy(update={"tenant_id": episode.tenant_id}),
+                "episode.expired",
+                now,
+                episode.event_id,
+                None,
+                reason="retention_expired",
+                archiveKey=key,
+                contentHash=content_hash(episode),
+                eventType=episode.event_type.value,
+                occurredAt=episode.occurred_at.isoformat(),
+                expiresAt=episode.retention.expires_at.isoformat() if episode.retention.expires_at else None,
+            )
+            try:
+                self.store.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id], audit=[audit]))
+                expired += 1
+            except ConflictError:
+                continue
+        timed_out = 0
+        cutoff = now - timedelta(days=self.settings.review_timeout_days)
+        for review in self.store.reviews_requested_before(cutoff, limit):
+            tenant_system = system.model_copy(update={"tenant_id": review.tenant_id})
+            try:
+                self._close_review(tenant_system, review, "expired", "system:review-timeout", "review timed out: denied")
+                timed_out += 1
+            except ConflictError:
+                continue
+        return SweepReport(expired=expired, reviews_timed_out=timed_out)
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _require_operator(caller: Caller) -> None:
+        if not caller.is_operator:
+            raise ForbiddenError("this operation needs the operator role")
+
+    def _audit(
+        self,
+        caller: Caller,
+        action: str,
+        now: datetime,
+        event_id: str | None,
+        decision: PolicyDecision | None,
+        **detail: Any,
+    ) -> AuditRecord:
+        return AuditRecord(
+            audit_id=_new_id(now),
+            tenant_id=caller.tenant_id,
+            at=now,
+            action=action,
+            principal_id=caller.principal_id,
+            event_id=event_id,
+            reasons=decision.reasons if decision else [],
+            policy_version=decision.policy_version if decision else self.policy.version,
+            detail={k: v for k, v in detail.items() if v is not None}
+            | ({"redactions": [r.to_json_dict() for r in decision.redactions]} if decision and decision.redactions else {}),
+        )
+
+
+class _IdempotencyRace(Exception):
+    """Another request with the same key committed first; replay its result."""
+
+
+def _in_scope(episode: Episode, scope: Scope) -> bool:
+    if episode.tenant_id != scope.tenant_id or episode.status not in scope.statuses:
+        return False
+    if episode.is_expired(scope.now) or episode.privacy_class not in scope.privacy_classes:
+        return False
+    if scope.actor_id and episode.actor_id != scope.actor_id:
+        return False
+    if scope.project_id and episode.project_id != scope.project_id:
+        return False
+    if scope.event_types and episode.event_type not in scope.event_types:
+        return False
+    if scope.tags and not set(scope.tags).issubset(episode.tags):
+        return False
+    if scope.occurred_after and episode.occurred_at < scope.occurred_after:
+        return False
+    return not (scope.occurred_before and episode.occurred_at >= scope.occurred_before)

@@ -1,0 +1,47 @@
+"""Settings: one pydantic model, read from the environment only when asked.
+
+Nothing reads the environment at import time; entry points call
+:meth:`Settings.from_env` in their composition root, and tests build ``Settings``
+directly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from episodic.ranking import RankingWeights
+
+
+class Settings(BaseModel):
+    data_dir: Path = Path(".episodic")
+    writes_disabled: bool = Field(
+        default=False, description="Deployment-wide kill-switch; operators also have a per-tenant one."
+    )
+    review_timeout_days: float = Field(default=7.0, gt=0)
+    recall_pool_size: int = Field(default=200, ge=10, le=5000)
+    half_life_days: float = Field(default=30.0, gt=0)
+    min_relevance: float = Field(default=0.1, ge=0, le=1)
+    sweep_interval_seconds: float = Field(default=60.0, gt=0)
+    tag_weights: dict[str, float] = Field(default_factory=dict)
+    embedder: str = Field(default="minilm", pattern="^(minilm)$")
+
+    def ranking_weights(self) -> RankingWeights:
+        return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build from ``EPISODIC_*`` variables (e.g. ``EPISODIC_DATA_DIR``)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for name in cls.model_fields:
+            raw = env.get(f"EPISODIC_{name.upper()}")
+            if raw is not None:
+                values[name] = raw
+        if "tag_weights" in values:
+            pairs = (item.split("=", 1) for item in str(values["tag_weights"]).split(",") if "=" in item)
+            values["tag_weights"] = {k.strip().lower(): float(v) for k, v in pairs}
+        return cls.model_validate(values)
