@@ -60,7 +60,7 @@ class RankingWeights:
             "confidence": self.confidence,
         }
         total = sum(raw.values()) or 1.0
-        return {k: round(v / total, 6) for k, v in raw.items()}
+        return {k: v / total for k, v in raw.items()}
 
 
 @dataclass(frozen=True)

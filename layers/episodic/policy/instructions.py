@@ -17,10 +17,15 @@ import re
 
 _INJECTION = re.compile(
     r"(?ix)"
-    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
-    r"\b(?:previous|prior|above|earlier|all|your|the|any|system)\b[^.\n]{0,30}?"
-    r"\b(?:instructions?|prompts?|rules|guidelines|directives|policies|guardrails)\b"
-    r"|\byou\s+are\s+now\s+(?:a|an|in|the|no\s+longer)\b"
+    # "ignore previous instructions", "override your system prompt", "disregard all prior rules"
+    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?"
+    r"\b(?:previous|prior|above|earlier|all|your|system)\b[^.\n]{0,30}?"
+    r"\b(?:instructions?|prompts?|rules|guidelines|directions|directives|policies|guardrails)\b"
+    # "ignore the above", "disregard everything you were told", "forget everything above"
+    r"|\b(?:ignore|disregard|forget)\s+(?:the\s+above|everything\s+(?:above|before|you\s+(?:were|have\s+been)\s+told)"
+    r"|all\s+of\s+the\s+above|what\s+you\s+were\s+told)\b"
+    r"|\byou\s+are\s+now\s+(?:a|an|no\s+longer|DAN|unrestricted|jailbroken|in\s+\w+\s+mode)\b"
+    r"|\b(?:instructions|rules|policies|guidelines)\s+you\s+(?:were|have\s+been)\s+given\b"
     r"|\b(?:new|updated|revised)\s+(?:system\s+)?instructions?\s*:"
     r"|\bsystem\s+prompt\b"
     r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|reveal\s+to|mention\s+to)\s+the\s+(?:user|customer|operator)\b"
@@ -28,13 +33,23 @@ _INJECTION = re.compile(
     r"|\bjailbreak\b|\bDAN\s+mode\b"
 )
 
+_IMPERATIVE_VERBS = (
+    r"approve|reject|refund|grant|deny|send|share|delete|run|execute|skip|bypass|disable|trust|follow|obey|"
+    r"reply|respond|answer|escalate|tell|give|ignore|cc|use|include|add|forward"
+)
+
 _STANDING_ORDER = re.compile(
     r"(?ix)"
     r"\bfrom\s+now\s+on\b"
-    r"|\bgoing\s+forward,?\s+(?:you\s+)?(?:always|never|must|should)\b"
-    r"|\b(?:you|the\s+(?:agent|assistant|bot|model))\s+(?:must|should|shall)\s+(?:always|never)\b"
+    r"|\bgoing\s+forward,?\s+(?:please\s+)?(?:you\s+)?(?:always|never|must|should)\b"
+    # "you must not ...", "the bot should never ..." -- but not "should never have" (a look back)
+    r"|\byou\s+(?:must|shall)\s+(?:always|never|not)\b(?!\s+have\b)"
+    r"|\byou\s+(?:should|will)\s+(?:always|never)\b(?!\s+have\b)"
+    r"|\bthe\s+(?:agent|assistant|bot|model)\s+(?:must|should|shall|will)\s+(?:always|never)\b(?!\s+have\b)"
+    # a sentence that opens with an order: "Always approve ...", "Never tell ..."
+    r"|(?:^|[.!?;:]\s+)(?:always|never)\s+(?:" + _IMPERATIVE_VERBS + r")\b"
     r"|\bhenceforth\b"
-    r"|\bit\s+is\s+(?:now\s+)?(?:company\s+)?policy\s+(?:that|to)\b"
+    r"|\bit(?:'s|\s+is)\s+(?:now\s+)?(?:company\s+|our\s+)?policy\s+(?:that|to)\b"
 )
 
 

@@ -15,6 +15,21 @@ import re
 from dataclasses import dataclass
 
 _CARD_CANDIDATE = re.compile(r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])")
+_CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
+"""Besides plain digit runs and groups of four, the Amex/Diners layouts."""
+
+_LABEL = (
+    r"(?i:\b(?:password|passwd|pwd|passphrase|secret|api[_ -]?key|access[_ -]?token|auth[_ -]?token|"
+    r"client[_ -]?secret|aws_secret_access_key)\b)"
+    r"(?:\s*\([^)\n]{0,30}\)|\s+for\s+[^.:=\n]{1,40}?)?"
+)
+_VERB = r"\s+(?i:is|was)(?:\s+(?i:now|still|set\s+to|changed\s+to))?"
+_QUOTED = r"\"[^\"]{3,}\"|'[^']{3,}'"
+_STRONG_PAIR = re.compile(_LABEL + r"(\s*(?::=|->|[:=])\s*|" + _VERB + r"\s*:\s*)(" + _QUOTED + r"|[^\s,;]{3,})")
+"""``password: x``, ``api_key=x``, ``password is: x`` -- an explicit separator: any value is secret."""
+_WEAK_PAIR = re.compile(_LABEL + r"(" + _VERB + r"\s+)(" + _QUOTED + r"|(?=\S*[\d!@#$%^&*+=?~])[^\s,;]{4,})")
+"""``password is x`` -- only a value that looks like a password (digits or symbols) counts,
+so "the password is changed monthly" stays as it is."""
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
@@ -26,14 +41,6 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
-    (
-        "credential_pair",
-        re.compile(
-            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_ -]?key|access[_ -]?token|auth[_ -]?token|"
-            r"client[_ -]?secret|aws_secret_access_key)\b(\s*(?:is|was|=|:|:=|->)\s*|\s+)"
-            r"(?:\"[^\"]{3,}\"|'[^']{3,}'|[^\s,;]{3,})"
-        ),
-    ),
 ]
 
 
@@ -61,8 +68,10 @@ def redact(text: str) -> Redacted:
     kinds: list[str] = []
 
     def _card(match: re.Match[str]) -> str:
+        if not _card_like(match.group(0)):
+            return match.group(0)
         digits = re.sub(r"[ -]", "", match.group(0))
-        if 13 <= len(digits) <= 19 and luhn_valid(digits):
+        if luhn_valid(digits):
             kinds.append("payment_card")
             return "[REDACTED:payment_card]"
         return match.group(0)
@@ -72,11 +81,26 @@ def redact(text: str) -> Redacted:
 
         def _replace(match: re.Match[str], kind: str = kind) -> str:
             kinds.append(kind)
-            if kind == "credential_pair":
-                # Keep the label so the memory still says *that* a password was given.
-                label_end = match.start(1) - match.start(0) + len(match.group(1))
-                return match.group(0)[:label_end] + "[REDACTED:credential]"
             return f"[REDACTED:{kind}]"
 
         text = pattern.sub(_replace, text)
+    def _pair(match: re.Match[str]) -> str:
+        # Keep the label so the memory still says *that* a credential was given.
+        kinds.append("credential_pair")
+        return match.group(0)[: match.start(2) - match.start(0)] + "[REDACTED:credential]"
+
+    for pattern in (_STRONG_PAIR, _WEAK_PAIR):
+        text = pattern.sub(_pair, text)
     return Redacted(text=text, kinds=tuple(dict.fromkeys(kinds)))
+
+
+def _card_like(candidate: str) -> bool:
+    """A card number: 13-19 digits from a card network's range (2-6), as one run or grouped like a card."""
+    digits = re.sub(r"[ -]", "", candidate)
+    if not 13 <= len(digits) <= 19 or digits[0] not in "23456":
+        return False
+    groups = tuple(len(g) for g in re.split(r"[ -]", candidate))
+    if len(groups) == 1:
+        return True
+    return all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4 or groups in _CARD_GROUPINGS
+

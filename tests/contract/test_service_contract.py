@@ -1,0 +1,241 @@
+"""Service-level contract: the same scenarios must pass on every backend (see ``service``)."""
+
+import pytest
+
+from episodic.errors import (
+    ConflictError,
+    ForbiddenError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    WritesDisabledError,
+)
+from episodic.model import Decision, RecallRequest, Status
+from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
+
+
+class RecordingEmbedder:
+    """A spy around the real embedder: delegates every call and records the batch sizes."""
+
+    def __init__(self, real):
+        self.real, self.batches = real, []
+        self.name, self.dimension = real.name, real.dimension
+
+    def embed(self, texts):
+        self.batches.append(len(texts))
+        return self.real.embed(texts)
+
+
+def test_given_the_same_idempotency_key_and_body_when_repeated_then_nothing_is_duplicated(service):
+    first = service.remember(AGENT, proposal(), idempotency_key="k-1")
+    again = service.remember(AGENT, proposal(), idempotency_key="k-1")
+    assert again.event_id == first.event_id and again.decision is Decision.ALLOW
+    assert len(service.timeline(AGENT).items) == 1
+
+
+def test_given_the_same_idempotency_key_and_another_body_when_repeated_then_it_conflicts(service):
+    service.remember(AGENT, proposal(), idempotency_key="k-2")
+    with pytest.raises(IdempotencyConflictError):
+        service.remember(AGENT, proposal(summary="User prefers paper invoices by post"), idempotency_key="k-2")
+    assert len(service.timeline(AGENT).items) == 1
+
+
+def test_given_idempotency_keys_when_used_by_two_tenants_then_they_do_not_collide(service):
+    a = service.remember(AGENT, proposal(), idempotency_key="shared")
+    b = service.remember(OTHER_TENANT_AGENT, proposal(), idempotency_key="shared")
+    assert a.event_id != b.event_id
+
+
+def test_given_a_denied_write_with_a_key_when_repeated_then_the_same_denial_is_replayed(service):
+    first = service.remember(AGENT, proposal(summary="thanks!", eventType="conversation_turn"), idempotency_key="d")
+    again = service.remember(AGENT, proposal(summary="thanks!", eventType="conversation_turn"), idempotency_key="d")
+    assert first.decision is again.decision is Decision.DENY
+    denied, _ = service.audit(OPERATOR, action="episode.denied")
+    assert len(denied) == 1
+
+
+def test_given_a_batch_when_remembered_then_items_are_decided_independently_and_embedded_once(service):
+    spy = RecordingEmbedder(service.embedder)
+    service.embedder = spy
+    results = service.remember_batch(
+        AGENT,
+        [
+            proposal(summary="User's timezone is Europe/Lisbon"),
+            proposal(summary="hello!", eventType="conversation_turn"),
+            proposal(summary="Forum post says the SDK supports Python 3.8", sourceTrust="untrusted_content"),
+            proposal(summary="User's manager is Priya Raman"),
+        ],
+    )
+    assert [r.decision for r in results] == [Decision.ALLOW, Decision.DENY, Decision.REVIEW, Decision.ALLOW]
+    assert spy.batches == [3]
+    assert len(service.timeline(AGENT).items) == 2
+
+
+def test_given_an_oversized_batch_when_remembered_then_it_is_refused_and_nothing_is_written(service):
+    with pytest.raises(InvalidRequestError):
+        service.remember_batch(AGENT, [proposal()] * 101)
+    assert service.timeline(AGENT).items == []
+
+
+def test_given_a_body_naming_another_tenant_when_remembered_then_it_is_forbidden(service):
+    with pytest.raises(ForbiddenError):
+        service.remember(AGENT, proposal(tenantId="globex"))
+    assert service.timeline(AGENT).items == []
+
+
+def test_given_another_tenants_id_when_read_then_it_is_not_found(service):
+    theirs = service.remember(OTHER_TENANT_AGENT, proposal())
+    with pytest.raises(NotFoundError):
+        service.get(AGENT, theirs.event_id)
+    with pytest.raises(NotFoundError):
+        service.erase(AGENT, theirs.event_id)
+    assert service.get(OTHER_TENANT_AGENT, theirs.event_id).event_id == theirs.event_id
+
+
+def test_given_the_kill_switch_when_on_then_writes_fail_and_recall_still_works(service):
+    kept = service.remember(AGENT, proposal())
+    with pytest.raises(ForbiddenError):
+        service.set_writes(AGENT, enabled=False)
+    service.set_writes(OPERATOR, enabled=False, reason="incident 42")
+    with pytest.raises(WritesDisabledError):
+        service.remember(AGENT, proposal(summary="User's favourite colour is green"))
+    assert [i.episode.event_id for i in service.recall(AGENT, RecallRequest(query="invoices", actor_id="user-1")).items] == [
+        kept.event_id
+    ]
+    service.remember(OTHER_TENANT_AGENT, proposal())  # other tenants are unaffected
+    service.set_writes(OPERATOR, enabled=True)
+    assert service.remember(AGENT, proposal(summary="User's favourite colour is green")).decision is Decision.ALLOW
+    toggles, _ = service.audit(OPERATOR, action="writes.disabled")
+    assert toggles[0].detail["reason"] == "incident 42"
+
+
+def test_given_a_pending_review_when_denied_then_the_episode_is_removed_and_audited(service):
+    result = service.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    assert [v.review.review_id for v in service.list_reviews(OPERATOR)] == [result.review_id]
+    view = service.decide_review(OPERATOR, result.review_id, approve=False, note="not verifiable")
+    assert view.review.status == "denied" and view.episode is None
+    with pytest.raises(NotFoundError):
+        service.get(AGENT, result.event_id)
+    with pytest.raises(ConflictError):
+        service.decide_review(OPERATOR, result.review_id, approve=True)
+    records, _ = service.audit(OPERATOR, event_id=result.event_id)
+    assert [r.action for r in records] == ["episode.review_requested", "review.denied"]
+    assert records[-1].detail["reviewer"] == OPERATOR.principal_id
+
+
+def test_given_an_agent_when_deciding_a_review_then_it_is_forbidden(service):
+    result = service.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    with pytest.raises(ForbiddenError):
+        service.decide_review(AGENT, result.review_id, approve=True)
+
+
+def test_given_a_review_past_its_timeout_when_swept_then_it_defaults_to_deny(service, clock):
+    result = service.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    clock.advance(days=6)
+    assert service.sweep().reviews_timed_out == 0
+    clock.advance(days=2)
+    assert service.sweep().reviews_timed_out == 1
+    assert service.store.get("acme", result.event_id) is None
+    records, _ = service.audit(OPERATOR, event_id=result.event_id, action="review.expired")
+    assert len(records) == 1
+
+
+def test_given_an_approved_correction_under_review_when_approved_then_the_old_one_is_superseded(service):
+    old = service.remember(AGENT, proposal(summary="Release train leaves every Tuesday"))
+    fix = service.remember(AGENT, proposal(summary="Release train moved to Thursdays per a forum post",
+                                           sourceTrust="untrusted_content", supersedesEventIds=[old.event_id]))
+    assert service.get(AGENT, old.event_id).status is Status.ACTIVE
+    service.decide_review(OPERATOR, fix.review_id, approve=True)
+    assert service.get(AGENT, old.event_id).status is Status.SUPERSEDED
+
+
+def test_given_a_supersede_of_an_unknown_episode_when_written_then_it_is_refused(service):
+    with pytest.raises(InvalidRequestError):
+        service.remember(AGENT, proposal(supersedesEventIds=["01NOPE"]))
+    assert service.timeline(AGENT).items == []
+
+
+def test_given_an_already_superseded_episode_when_corrected_again_then_it_conflicts(service):
+    old = service.remember(AGENT, proposal())
+    service.correct(AGENT, old.event_id, proposal(summary="User now prefers e-invoices via Peppol"))
+    with pytest.raises(ConflictError):
+        service.correct(AGENT, old.event_id, proposal(summary="User prefers XML invoices"))
+
+
+def test_given_an_actor_when_erased_then_episodes_archive_and_citing_summaries_are_gone(service, clock):
+    a = service.remember(AGENT, proposal(summary="Gail asked for a callback on Friday", actorId="gail"))
+    b = service.remember(AGENT, proposal(summary="Gail's contract renews in March", actorId="gail",
+                                         retention={"expiresAt": at(30)}))
+    summary = service.remember(
+        AGENT,
+        proposal(eventType="session_summary", actorId="support-bot", summary="Gail requested a Friday callback; contract renewal due in March",
+                 sourceRefs=[f"episode:{a.event_id}"], sourceTrust="tool_result"),
+    )
+    other = service.remember(AGENT, proposal(summary="Hal prefers phone calls", actorId="hal"))
+    clock.advance(days=2)
+    service.sweep()  # b expires into the archive
+    assert service.archive.contains("acme", b.event_id)
+    with pytest.raises(ForbiddenError):
+        service.erase_actor(AGENT, "gail")
+    result = service.erase_actor(OPERATOR, "gail", reason="GDPR art. 17 request #77")
+    assert set(result["erased"]) == {a.event_id, summary.event_id}
+    assert result["cascaded"] == [summary.event_id]
+    assert result["archivedRecordsDeleted"] == 1
+    assert not service.archive.contains("acme", b.event_id)
+    assert service.store.get("acme", summary.event_id) is None
+    assert service.get(AGENT, other.event_id).actor_id == "hal"
+    erased, _ = service.audit(OPERATOR, action="actor.erased")
+    assert "gail" not in erased[0].model_dump_json()
+
+
+def test_given_a_retained_episode_when_an_agent_erases_it_then_only_an_operator_may(service):
+    held = service.remember(AGENT, proposal(retention={"deleteOnRequest": False}))
+    with pytest.raises(ForbiddenError):
+        service.erase(AGENT, held.event_id)
+    assert service.erase(OPERATOR, held.event_id)["erased"] == [held.event_id]
+
+
+def test_given_many_episodes_when_the_timeline_is_paged_then_every_item_comes_once_in_order(service):
+    written = [
+        service.remember(AGENT, proposal(summary=f"Build {n} of the mobile app passed QA", occurredAt=at(1 + n)))
+        for n in range(7)
+    ]
+    seen, cursor = [], None
+    while True:
+        page = service.timeline(AGENT, limit=3, cursor=cursor, newest_first=False)
+        seen += [e.event_id for e in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == [w.event_id for w in written]
+
+
+def test_given_a_pending_episode_when_an_agent_lists_pending_then_it_is_forbidden(service):
+    with pytest.raises(ForbiddenError):
+        service.timeline(AGENT, statuses=[Status.PENDING_REVIEW])
+    pending = service.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    items = service.timeline(OPERATOR, statuses=[Status.PENDING_REVIEW]).items
+    assert [e.event_id for e in items] == [pending.event_id]
+
+
+def test_given_feedback_when_recorded_then_scores_move_and_are_audited(service):
+    result = service.remember(AGENT, proposal())
+    up = service.feedback(AGENT, result.event_id, helpful=True)
+    down = service.feedback(AGENT, result.event_id, helpful=False, note="outdated")
+    assert up.feedback_score == 1.0 and down.feedback_score == 0.0 and down.feedback_count == 2
+    assert down.retention_score < up.retention_score
+    assert service.get(AGENT, result.event_id).feedback_count == 2
+    records, _ = service.audit(OPERATOR, event_id=result.event_id, action="feedback.recorded")
+    assert len(records) == 2 and "outdated" not in records[1].model_dump_json()
+
+
+def test_given_secrets_in_a_write_when_stored_then_no_read_path_returns_them(service):
+    result = service.remember(AGENT, proposal(summary="Customer card 5555 5555 5555 4444 was declined twice",
+                                              eventType="incident_or_failure"))
+    assert result.decision is Decision.ALLOW and "secrets_redacted" in result.reasons
+    stored = service.get(AGENT, result.event_id)
+    assert "5555 5555" not in stored.summary and "[REDACTED:payment_card]" in stored.summary
+    recalled = service.recall(AGENT, RecallRequest(query="declined card", actor_id="user-1"))
+    assert "5555" not in recalled.context
+    records, _ = service.audit(OPERATOR, event_id=result.event_id)
+    assert records[0].detail["redactions"] == [{"field": "summary", "kind": "payment_card"}]

@@ -1,0 +1,87 @@
+"""End-to-end fixtures: the real local service behind the real local HTTP server.
+
+Every request in these tests goes over a TCP socket to ``create_server`` (which turns it
+into an API Gateway proxy event with the authorizer context), through the Powertools
+resolver in :mod:`functions.api`, into a :class:`~episodic.service.MemoryService` wired
+to SQLite, the folder archive and the REAL MiniLM embedder (``minilm``, loaded once per
+session in ``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+import functions.api
+from episodic.adapters.local.bootstrap import build_local_service
+from episodic.adapters.local.server import create_server
+from episodic.adapters.local.tokens import TokenBook, parse_tokens
+from episodic.service import MemoryService
+from episodic.settings import Settings
+
+AGENT_TOKEN = "agent-token-acme-000001"
+OPERATOR_TOKEN = "oper-token-acme-0000001"
+GLOBEX_TOKEN = "agent-token-globex-0001"
+TOKEN_SPEC = f"{AGENT_TOKEN}=acme:agent,{OPERATOR_TOKEN}=acme:operator,{GLOBEX_TOKEN}=globex:agent"
+
+
+@dataclass
+class Api:
+    """A tiny HTTP client: ``as_`` picks the caller ("agent", "operator", "globex" or None)."""
+
+    http: httpx.Client
+    tokens: dict[str, str]
+    service: MemoryService
+
+    def headers(self, as_: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers = dict(extra or {})
+        if as_ is not None:
+            headers["Authorization"] = f"Bearer {self.tokens[as_]}"
+        return headers
+
+    def request(
+        self, method: str, path: str, *, as_: str | None = "agent", headers: dict[str, str] | None = None, **kw: Any
+    ) -> httpx.Response:
+        return self.http.request(method, path, headers=self.headers(as_, headers), **kw)
+
+    def get(self, path: str, **kw: Any) -> httpx.Response:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> httpx.Response:
+        return self.request("POST", path, json=body, **kw)
+
+    def put(self, path: str, body: Any = None, **kw: Any) -> httpx.Response:
+        return self.request("PUT", path, json=body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> httpx.Response:
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture
+def api(tmp_path, minilm) -> Iterator[Api]:
+    service = build_local_service(Settings(data_dir=tmp_path / "e2e-data"), embedder=minilm)
+    functions.api.set_service(service)
+    tokens = TokenBook(parse_tokens(TOKEN_SPEC), "test")
+    server = create_server("127.0.0.1", 0, tokens, functions.api.handler)
+    thread = threading.Thread(target=server.serve_forever, name="episodic-e2e-server", daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    client = httpx.Client(base_url=f"http://{host}:{port}", timeout=60.0)
+    try:
+        yield Api(
+            http=client,
+            tokens={"agent": AGENT_TOKEN, "operator": OPERATOR_TOKEN, "globex": GLOBEX_TOKEN},
+            service=service,
+        )
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        functions.api.set_service(None)
+        service.store.close()  # type: ignore[attr-defined]

@@ -1,0 +1,140 @@
+"""The local SQLite backend as a real database: durability, append-only audit, no leftovers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.model import RecallRequest
+from tests.support.factories import AGENT, OPERATOR, proposal
+
+ROOT = Path(__file__).parents[2]
+
+WRITER = textwrap.dedent(
+    """
+    import sys, random
+    from datetime import UTC, datetime
+    from episodic.adapters.local.sqlite_store import SqliteStore
+    from episodic.model import Episode
+    from episodic.ports import Changes, NewEpisode
+    store = SqliteStore(sys.argv[1])
+    now = datetime.now(UTC)
+    for n in range(100000):
+        ep = Episode.model_validate({
+            "eventType": "tool_observed_event", "actorId": "a", "tenantId": "acme",
+            "eventId": f"E{n:06d}", "occurredAt": now, "recordedAt": now, "policyVersion": "v",
+            "summary": f"observation number {n} " + "x" * 200, "sourceRefs": ["t:1"], "sourceTrust": "tool_result",
+        })
+        store.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [random.random() for _ in range(384)])]))
+        print(ep.event_id, flush=True)  # the acknowledgement: printed only after apply returned
+    """
+)
+
+
+def test_given_a_writer_killed_mid_stream_when_reopened_then_every_acknowledged_write_is_there(tmp_path):
+    db = tmp_path / "crash.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "layers")},
+    )
+    acknowledged = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        acknowledged.append(line.strip())
+        if len(acknowledged) == 150:
+            os.kill(proc.pid, signal.SIGKILL)  # no clean shutdown, no checkpoint
+            break
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    store = SqliteStore(db)
+    assert store.integrity_ok()
+    found = store.get_many("acme", acknowledged)
+    assert set(found) == set(acknowledged)
+    store.close()
+
+
+def test_given_the_audit_log_when_someone_tries_to_rewrite_it_then_the_database_refuses(local_service):
+    local_service.remember(AGENT, proposal())
+    conn = local_service.store._conn()
+    with pytest.raises(Exception, match="append-only"):
+        conn.execute("UPDATE audit SET action = 'nothing'")
+    with pytest.raises(Exception, match="append-only"):
+        conn.execute("DELETE FROM audit")
+    assert local_service.audit(OPERATOR)[0][0].action == "episode.written"
+
+
+def test_given_an_erased_episode_when_the_files_are_read_raw_then_its_text_is_nowhere(local_service, tmp_path):
+    marker = "Zanzibarquux"
+    kept = local_service.remember(AGENT, proposal(summary="User prefers morning meetings before ten"))
+    gone = local_service.remember(AGENT, proposal(summary=f"User's childhood nickname was {marker}"))
+    local_service.erase(AGENT, gone.event_id)
+    data_dir = tmp_path / "data"
+    raw = b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
+    assert marker.encode() not in raw
+    assert marker.lower().encode() not in raw  # nor the FTS token
+    assert b"morning meetings" in raw  # the check can see text that is still there
+    assert local_service.get(AGENT, kept.event_id)
+
+
+def test_given_the_database_when_opened_then_it_runs_in_wal_mode_with_full_sync(local_service):
+    conn = local_service.store._conn()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+
+
+def test_given_concurrent_writers_when_they_finish_then_no_write_is_lost(local_service):
+    errors = []
+
+    def write(worker: int) -> None:
+        try:
+            for n in range(5):
+                local_service.remember(
+                    AGENT, proposal(summary=f"Worker {worker} recorded build {n} passing on staging cluster")
+                )
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert local_service.store.count("acme") == 20
+
+
+def test_given_a_restart_when_the_service_reopens_the_data_dir_then_memories_are_recalled(tmp_path, minilm, clock):
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data")
+    first = build_local_service(settings, embedder=minilm, clock=clock)
+    written = first.remember(AGENT, proposal(summary="The staging database password rotates every 30 days"))
+    first.store.close()
+    second = build_local_service(settings, embedder=minilm, clock=clock)
+    items = second.recall(AGENT, RecallRequest(query="when does the password rotate", actor_id="user-1")).items
+    assert [i.episode.event_id for i in items] == [written.event_id]
+    second.store.close()
+
+
+def test_given_an_archived_record_when_read_then_it_is_compressed_json_with_the_episode(local_service, clock):
+    result = local_service.remember(AGENT, proposal(retention={"expiresAt": "2026-11-30T00:00:00Z"}))
+    clock.advance(days=3)
+    local_service.sweep()
+    record = local_service.archive.get("acme", result.event_id)
+    assert record["reason"] == "retention_expired"
+    assert record["episode"]["eventId"] == result.event_id
+    files = list((local_service.archive.root).rglob("*.json.gz"))
+    assert len(files) == 1 and files[0].read_bytes()[:2] == b"\x1f\x8b"
+    assert json.dumps(record)

@@ -1,0 +1,37 @@
+"""Builders for proposals and callers, so tests state only what matters to them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from episodic.model import Caller, EpisodeProposal, Role
+
+AGENT = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent:acme")
+OPERATOR = Caller(tenant_id="acme", role=Role.OPERATOR, principal_id="operator:acme")
+OTHER_TENANT_AGENT = Caller(tenant_id="globex", role=Role.AGENT, principal_id="agent:globex")
+
+
+def proposal_dict(**overrides: Any) -> dict[str, Any]:
+    """A memorable, well-formed proposal in wire (camelCase) form."""
+    body: dict[str, Any] = {
+        "eventType": "user_preference_stated",
+        "actorId": "user-1",
+        "occurredAt": "2026-11-28T09:30:00Z",
+        "summary": "User prefers invoices as PDF attachments sent to the finance mailbox",
+        "sourceRefs": ["conversation:c-1/turn:3"],
+        "sourceTrust": "user_provided",
+        "confidence": "high",
+        "importance": 0.7,
+        "tags": ["billing"],
+    }
+    body.update(overrides)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def proposal(**overrides: Any) -> EpisodeProposal:
+    return EpisodeProposal.model_validate(proposal_dict(**overrides))
+
+
+def at(day: int, hour: int = 12) -> str:
+    return datetime(2026, 11, day, hour, tzinfo=UTC).isoformat()

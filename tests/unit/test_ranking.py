@@ -1,0 +1,76 @@
+from datetime import UTC, datetime, timedelta
+
+from episodic.model import Episode
+from episodic.ranking import Candidate, Ranker, RankingWeights
+from tests.support.factories import proposal_dict
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+
+
+def episode(event_id: str, days_ago: float, **overrides) -> Episode:
+    occurred = (NOW - timedelta(days=days_ago)).isoformat()
+    return Episode.model_validate(
+        {
+            **proposal_dict(occurredAt=occurred, **overrides),
+            "eventId": event_id,
+            "tenantId": "acme",
+            "recordedAt": NOW,
+            "policyVersion": "v",
+        }
+    )
+
+
+def test_given_a_half_life_when_recency_is_computed_then_it_halves_per_half_life():
+    ranker = Ranker(RankingWeights(half_life_days=10))
+    assert ranker.recency(NOW, NOW) == 1.0
+    assert abs(ranker.recency(NOW - timedelta(days=10), NOW) - 0.5) < 1e-9
+    assert abs(ranker.recency(NOW - timedelta(days=20), NOW) - 0.25) < 1e-9
+
+
+def test_given_no_query_when_weights_are_effective_then_relevance_is_dropped_and_the_rest_sum_to_one():
+    weights = RankingWeights().effective(has_query=False)
+    assert weights["relevance"] == 0
+    assert abs(sum(weights.values()) - 1) < 1e-6
+
+
+def test_given_two_equally_relevant_episodes_when_ranked_then_the_newer_wins():
+    eps = {"old": episode("old", 60), "new": episode("new", 1)}
+    cands = [Candidate("old", lexical=2.0, semantic=0.6), Candidate("new", lexical=2.0, semantic=0.6)]
+    items = Ranker().rank(cands, eps, NOW, has_query=True, limit=10)
+    assert [i.episode.event_id for i in items] == ["new", "old"]
+
+
+def test_given_a_much_more_relevant_older_episode_when_ranked_then_relevance_beats_recency():
+    eps = {"old": episode("old", 20), "new": episode("new", 0)}
+    cands = [Candidate("old", lexical=5.0, semantic=0.8), Candidate("new", lexical=0.5, semantic=0.15)]
+    items = Ranker().rank(cands, eps, NOW, has_query=True, limit=10)
+    assert items[0].episode.event_id == "old"
+
+
+def test_given_untrusted_and_operator_sources_when_ranked_then_trust_orders_them_and_is_reported():
+    eps = {
+        "u": episode("u", 1, sourceTrust="untrusted_content"),
+        "o": episode("o", 1, sourceTrust="operator_entered"),
+    }
+    items = Ranker().rank([Candidate("u"), Candidate("o")], eps, NOW, has_query=False, limit=10)
+    assert [i.episode.event_id for i in items] == ["o", "u"]
+    assert items[0].components.trust == 1.0 and items[1].components.trust == 0.2
+
+
+def test_given_components_when_scored_then_the_score_is_their_weighted_sum():
+    eps = {"a": episode("a", 3, importance=0.9, confidence="low")}
+    item = Ranker().rank([Candidate("a", lexical=3.0, semantic=0.5)], eps, NOW, has_query=True, limit=1)[0]
+    c = item.components
+    expected = sum(c.weights[k] * getattr(c, k) for k in ("relevance", "recency", "importance", "trust", "confidence"))
+    assert abs(item.score - expected) < 1e-5
+    assert c.lexical == 1.0  # the best BM25 in the pool normalises to 1
+    assert c.confidence == 0.3 and c.importance == 0.9
+
+
+def test_given_an_irrelevant_candidate_when_ranked_with_a_query_then_it_is_not_evidence():
+    eps = {"a": episode("a", 0)}
+    assert Ranker().rank([Candidate("a", lexical=0.0, semantic=0.02)], eps, NOW, has_query=True, limit=5) == []
+
+
+def test_given_a_candidate_missing_from_the_store_when_ranked_then_it_is_skipped():
+    assert Ranker().rank([Candidate("gone", lexical=1.0)], {}, NOW, has_query=True, limit=5) == []
