@@ -48,7 +48,10 @@ def _show(status: int, body: Any, keys: tuple[str, ...] = ()) -> None:
 def run_demo(data_dir: Path | None = None) -> int:
     from functions import api
 
+    from aws_lambda_powertools import Logger
+
     from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.notifier import LogReviewNotifier
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
     from episodic.settings import Settings
@@ -61,6 +64,7 @@ def run_demo(data_dir: Path | None = None) -> int:
     tokens = TokenBook(parse_tokens(f"{agent_token}=demo:agent,{operator_token}=demo:operator"), "demo")
     print(f"episodic demo -- data dir {data_dir}\nloading the embedding model (all-MiniLM-L6-v2, offline)...")
     service = build_local_service(Settings(data_dir=data_dir))
+    service.notifier = LogReviewNotifier(Logger(service="episodic-review", level="WARNING"))  # keep the tour readable
     api.set_service(service)
     server = create_server("127.0.0.1", 0, tokens, api.handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -48,7 +48,7 @@ class RankingWeights:
     semantic_share: float = 0.6
     """Share of relevance that comes from the embeddings; the rest comes from BM25."""
     half_life_days: float = 30.0
-    min_relevance: float = 0.1
+    min_relevance: float = 0.2
     """With a query, candidates less relevant than this are not evidence and are dropped."""
 
     def effective(self, has_query: bool) -> dict[str, float]:

@@ -24,7 +24,7 @@ class Settings(BaseModel):
     review_timeout_days: float = Field(default=7.0, gt=0)
     recall_pool_size: int = Field(default=200, ge=10, le=5000)
     half_life_days: float = Field(default=30.0, gt=0)
-    min_relevance: float = Field(default=0.1, ge=0, le=1)
+    min_relevance: float = Field(default=0.2, ge=0, le=1)
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     tag_weights: dict[str, float] = Field(default_factory=dict)
     embedder: str = Field(default="minilm", pattern="^(minilm)$")

@@ -1,0 +1,66 @@
+"""The Lambda entry point, invoked the way API Gateway invokes it (recorded events in events/api/).
+
+moto has no API Gateway proxy routing, so the gateway boundary is tested with recorded
+proxy events: the handler must take the tenant and role from requestContext.authorizer.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from functions import api
+from episodic.adapters.local.server import LocalLambdaContext
+
+EVENTS = Path(__file__).parents[2] / "events" / "api"
+
+
+@pytest.fixture
+def wired(local_service):
+    api.set_service(local_service)
+    yield local_service
+    api.set_service(None)
+
+
+def invoke(event):
+    return api.handler(event, LocalLambdaContext(aws_request_id="test-request"))
+
+
+def test_given_a_recorded_gateway_event_when_invoked_then_the_authorizer_tenant_is_used(wired):
+    event = json.loads((EVENTS / "post_episode.json").read_text())
+    response = invoke(event)
+    assert response["statusCode"] == 201
+    body = json.loads(response["body"])
+    assert body["episode"]["tenantId"] == "acme"
+    assert body["episode"]["actorId"] == "customer-42"
+    again = invoke(event)  # same Idempotency-Key and body
+    assert json.loads(again["body"])["eventId"] == body["eventId"]
+
+
+def test_given_an_event_without_authorizer_context_when_invoked_then_it_is_unauthorized(wired):
+    event = json.loads((EVENTS / "post_episode.json").read_text())
+    event["requestContext"]["authorizer"] = None
+    response = invoke(event)
+    assert response["statusCode"] == 401
+    assert wired.store.count("acme") == 0
+
+
+def test_given_a_body_naming_another_tenant_when_invoked_then_it_is_forbidden(wired):
+    event = json.loads((EVENTS / "post_episode.json").read_text())
+    body = json.loads(event["body"])
+    body["tenantId"] = "globex"
+    event["body"] = json.dumps(body)
+    event["headers"].pop("Idempotency-Key")
+    event["multiValueHeaders"].pop("Idempotency-Key")
+    assert invoke(event)["statusCode"] == 403
+
+
+def test_given_the_core_package_when_imported_then_no_heavy_or_cloud_library_is_loaded():
+    code = (
+        "import sys, episodic.service, episodic.policy, episodic.model, episodic.ranking, functions.api\n"
+        "print(sorted(m for m in ('boto3','sqlite3','numpy','torch','opensearchpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
