@@ -20,13 +20,11 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import Field
-
 from episodic.errors import EpisodicError, InvalidRequestError, UnauthorizedError
 from episodic.model import (
     AuditRecord,
-    CamelModel,
     Caller,
+    CamelModel,
     Decision,
     Episode,
     EpisodeProposal,
@@ -39,6 +37,7 @@ from episodic.model import (
     TimelinePage,
 )
 from episodic.service import MemoryService
+from pydantic import Field
 
 logger = Logger(service="episodic-api")
 app = APIGatewayRestResolver(enable_validation=True)
@@ -90,7 +89,7 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Resp
 @app.exception_handler(EpisodicError)
 def _domain_error(error: EpisodicError) -> Response:
     if error.status >= 500:
-        logger.warning("request failed", error=error.code, message=error.message)
+        logger.warning("request failed", error_code=error.code, error_message=error.message)
     return _json(error.status, error.to_body())
 
 
@@ -100,7 +99,9 @@ def _schema_error(error: RequestValidationError) -> Response:
     detail = [
         {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in error.errors()
     ]
-    return _json(422, {"error": "validation_error", "message": "the request does not match the schema", "detail": detail})
+    return _json(
+        422, {"error": "validation_error", "message": "the request does not match the schema", "detail": detail}
+    )
 
 
 def _remember_response(result: RememberResult) -> Response:
@@ -126,7 +127,7 @@ IdempotencyKey = Annotated[
     str | None,
     Header(alias="Idempotency-Key", description="Same key and body: same result, nothing duplicated."),
 ]
-RESULT_RESPONSES: dict[int | str, Any] = {
+RESULT_RESPONSES: dict[int, Any] = {
     201: {"description": "Allowed and stored", "content": {"application/json": {"model": RememberResult}}},
     202: {"description": "Held for human review (pending_review, not recallable)"},
     403: {"description": "Denied by the write policy: decision, reason, policyVersion"},
@@ -157,7 +158,7 @@ def post_batch(request: Annotated[BatchRequest, Body()], idempotency_key: Idempo
 
 
 @app.get("/v1/episodes/<eventId>", summary="Get one episode (404 for unknown ids and other tenants' ids)")
-def get_episode(eventId: Annotated[str, Path(max_length=128)]) -> Episode:  # noqa: N803
+def get_episode(eventId: Annotated[str, Path(max_length=128)]) -> Episode:
     return get_service().get(current_caller(), eventId)
 
 
@@ -203,7 +204,7 @@ def post_recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse:
     summary="Write a correction; the old episode becomes superseded atomically",
 )
 def post_correction(
-    eventId: Annotated[str, Path(max_length=128)],  # noqa: N803
+    eventId: Annotated[str, Path(max_length=128)],
     proposal: Annotated[EpisodeProposal, Body()],
     idempotency_key: IdempotencyKey = None,
 ):
@@ -217,7 +218,7 @@ class ErasureResult(CamelModel):
 
 
 @app.delete("/v1/episodes/<eventId>", summary="Erase an episode everywhere, leaving an audit tombstone")
-def delete_episode(eventId: Annotated[str, Path(max_length=128)]) -> ErasureResult:  # noqa: N803
+def delete_episode(eventId: Annotated[str, Path(max_length=128)]) -> ErasureResult:
     return ErasureResult.model_validate(get_service().erase(current_caller(), eventId))
 
 
@@ -228,9 +229,7 @@ class ActorErasureRequest(CamelModel):
 
 @app.post("/v1/erasure", summary="Erase everything about an actor (operator)")
 def post_erasure(request: Annotated[ActorErasureRequest, Body()]) -> ErasureResult:
-    return ErasureResult.model_validate(
-        get_service().erase_actor(current_caller(), request.actor_id, request.reason)
-    )
+    return ErasureResult.model_validate(get_service().erase_actor(current_caller(), request.actor_id, request.reason))
 
 
 class FeedbackRequest(CamelModel):
@@ -240,7 +239,7 @@ class FeedbackRequest(CamelModel):
 
 @app.post("/v1/episodes/<eventId>/feedback", summary="Agent feedback on a recalled episode")
 def post_feedback(
-    eventId: Annotated[str, Path(max_length=128)],  # noqa: N803
+    eventId: Annotated[str, Path(max_length=128)],
     request: Annotated[FeedbackRequest, Body()],
 ) -> Episode:
     return get_service().feedback(current_caller(), eventId, request.helpful, request.note)
@@ -265,7 +264,7 @@ class ReviewDecisionRequest(CamelModel):
 
 @app.post("/v1/reviews/<reviewId>/decision", summary="Approve or deny a pending write (operator)")
 def post_review_decision(
-    reviewId: Annotated[str, Path(max_length=128)],  # noqa: N803
+    reviewId: Annotated[str, Path(max_length=128)],
     request: Annotated[ReviewDecisionRequest, Body()],
 ) -> ReviewView:
     return get_service().decide_review(current_caller(), reviewId, request.decision == "approve", request.note)

@@ -9,12 +9,11 @@ from pathlib import Path
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from functions import api
-
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.server import Scheduler, create_server
     from episodic.adapters.local.tokens import load_tokens
     from episodic.settings import Settings
+    from functions import api
 
     settings = Settings.from_env()
     if args.data_dir:
@@ -37,7 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     scheduler = Scheduler(service, settings.sweep_interval_seconds)
     scheduler.start()
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"episodic memory service on http://{host}:{port}  (data: {settings.data_dir.resolve()})")
     print(f"  API docs: http://{host}:{port}/v1/swagger   health: http://{host}:{port}/v1/health")
     if tokens.created:

@@ -46,8 +46,6 @@ def _show(status: int, body: Any, keys: tuple[str, ...] = ()) -> None:
 
 
 def run_demo(data_dir: Path | None = None) -> int:
-    from functions import api
-
     from aws_lambda_powertools import Logger
 
     from episodic.adapters.local.bootstrap import build_local_service
@@ -55,6 +53,7 @@ def run_demo(data_dir: Path | None = None) -> int:
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
     from episodic.settings import Settings
+    from functions import api
 
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="episodic-demo-"))
     if data_dir.exists() and any(data_dir.iterdir()):
@@ -157,8 +156,11 @@ def run_demo(data_dir: Path | None = None) -> int:
         status, fixed = agent.call(
             "POST",
             f"/v1/episodes/{pref['eventId']}/corrections",
-            episode("Customer corrected: invoices as PDF, in English", eventType="correction_received",
-                    occurredAt=now.isoformat()),
+            episode(
+                "Customer corrected: invoices as PDF, in English",
+                eventType="correction_received",
+                occurredAt=now.isoformat(),
+            ),
         )
         _show(status, fixed, ("decision", "eventId"))
         status, old = agent.call("GET", f"/v1/episodes/{pref['eventId']}")

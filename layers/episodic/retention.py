@@ -18,9 +18,7 @@ ACCESS_SATURATION = 20
 AGE_HALF_LIFE_DAYS = 30.0
 
 
-def retention_score(
-    episode: Episode, now: datetime, tag_weights: Mapping[str, float] | None = None
-) -> float:
+def retention_score(episode: Episode, now: datetime, tag_weights: Mapping[str, float] | None = None) -> float:
     access = min(math.log1p(episode.access_count) / math.log1p(ACCESS_SATURATION), 1.0)
     weights = [w for t in episode.tags if (w := (tag_weights or {}).get(t)) is not None]
     tag = max(weights) if weights else episode.importance

@@ -133,9 +133,7 @@ class MemoryService:
 
     # ------------------------------------------------------------------ writes
 
-    def remember(
-        self, caller: Caller, proposal: EpisodeProposal, idempotency_key: str | None = None
-    ) -> RememberResult:
+    def remember(self, caller: Caller, proposal: EpisodeProposal, idempotency_key: str | None = None) -> RememberResult:
         """Decide on one proposal and store it as the decision says."""
         return self._idempotent(caller, "remember", [proposal], idempotency_key)[0]
 
@@ -190,13 +188,25 @@ class MemoryService:
                     raise IdempotencyConflictError(
                         "this Idempotency-Key was already used with a different request body"
                     )
-                return [RememberResult.model_validate(r) for r in previous.result]
+                return [self._replayed(caller, RememberResult.model_validate(r)) for r in previous.result]
             try:
                 return self._write(caller, proposals, idempotency=(key, request_hash))
             except _IdempotencyRace:
                 if attempt == 1:
                     raise ConflictError("concurrent requests with the same Idempotency-Key") from None
         raise AssertionError("unreachable")
+
+    def _replayed(self, caller: Caller, result: RememberResult) -> RememberResult:
+        """A replayed result shows the episode as it is now; one erased since cannot be replayed."""
+        if result.decision is not Decision.ALLOW or result.event_id is None:
+            return result
+        episode = self.store.get(caller.tenant_id, result.event_id)
+        if episode is None:
+            raise ConflictError(
+                "the episode written with this Idempotency-Key has since been erased; use a new key to write again",
+                eventId=result.event_id,
+            )
+        return result.model_copy(update={"episode": episode, "status": episode.status})
 
     def _check_writes(self, caller: Caller) -> None:
         if self.settings.writes_disabled or not self.store.writes_enabled(caller.tenant_id):
@@ -262,7 +272,9 @@ class MemoryService:
                 tenant_id=caller.tenant_id,
                 key=idempotency[0],
                 request_hash=idempotency[1],
-                result=[r.to_json_dict() for r in results],
+                # Only the decision and ids are kept, never the episode's text: erasure must not
+                # leave a copy behind in the idempotency table.
+                result=[r.model_copy(update={"episode": None}).to_json_dict() for r in results],
                 created_at=now,
             )
             try:
@@ -291,9 +303,7 @@ class MemoryService:
                     self.notifier.review_requested(review, result.episode)
         return results
 
-    def _build_episode(
-        self, caller: Caller, p: EpisodeProposal, decision: PolicyDecision, now: datetime
-    ) -> Episode:
+    def _build_episode(self, caller: Caller, p: EpisodeProposal, decision: PolicyDecision, now: datetime) -> Episode:
         assert p.actor_id and p.occurred_at and p.source_trust  # guaranteed by the policy
         data = p.model_dump(exclude={"tenant_id"})
         data.update(
@@ -304,9 +314,7 @@ class MemoryService:
             status=Status.ACTIVE if decision.decision is Decision.ALLOW else Status.PENDING_REVIEW,
         )
         episode = Episode.model_validate(data)
-        return episode.model_copy(
-            update={"retention_score": retention_score(episode, now, self.settings.tag_weights)}
-        )
+        return episode.model_copy(update={"retention_score": retention_score(episode, now, self.settings.tag_weights)})
 
     def _stage_store(
         self,
@@ -462,7 +470,13 @@ class MemoryService:
             update={"retention_score": retention_score(updated, now, self.settings.tag_weights)}
         )
         audit = self._audit(
-            caller, "feedback.recorded", now, event_id, None, helpful=helpful, noteHash=_hash_text(note) if note else None
+            caller,
+            "feedback.recorded",
+            now,
+            event_id,
+            None,
+            helpful=helpful,
+            noteHash=_hash_text(note) if note else None,
         )
         self.store.apply(
             Changes(
@@ -557,7 +571,9 @@ class MemoryService:
             raise ConflictError(f"review {review_id} is already {review.status}")
         return self._close_review(caller, review, "approved" if approve else "denied", caller.principal_id, note)
 
-    def _close_review(self, caller: Caller, review: Review, outcome: str, reviewer: str, note: str | None) -> ReviewView:
+    def _close_review(
+        self, caller: Caller, review: Review, outcome: str, reviewer: str, note: str | None
+    ) -> ReviewView:
         now = self.clock.now()
         episode = self.store.get(review.tenant_id, review.event_id)
         changes = Changes(tenant_id=review.tenant_id)
@@ -600,7 +616,9 @@ class MemoryService:
     ) -> tuple[list[AuditRecord], str | None]:
         self._require_operator(caller)
         return self.store.audit(
-            AuditQuery(tenant_id=caller.tenant_id, event_id=event_id, action=action, since=since, limit=limit, cursor=cursor)
+            AuditQuery(
+                tenant_id=caller.tenant_id, event_id=event_id, action=action, since=since, limit=limit, cursor=cursor
+            )
         )
 
     def set_writes(self, caller: Caller, enabled: bool, reason: str | None = None) -> dict[str, Any]:
@@ -660,7 +678,9 @@ class MemoryService:
         for review in self.store.reviews_requested_before(cutoff, limit):
             tenant_system = system.model_copy(update={"tenant_id": review.tenant_id})
             try:
-                self._close_review(tenant_system, review, "expired", "system:review-timeout", "review timed out: denied")
+                self._close_review(
+                    tenant_system, review, "expired", "system:review-timeout", "review timed out: denied"
+                )
                 timed_out += 1
             except ConflictError:
                 continue
@@ -692,7 +712,11 @@ class MemoryService:
             reasons=decision.reasons if decision else [],
             policy_version=decision.policy_version if decision else self.policy.version,
             detail={k: v for k, v in detail.items() if v is not None}
-            | ({"redactions": [r.to_json_dict() for r in decision.redactions]} if decision and decision.redactions else {}),
+            | (
+                {"redactions": [r.to_json_dict() for r in decision.redactions]}
+                if decision and decision.redactions
+                else {}
+            ),
         )
 
 

@@ -1,7 +1,6 @@
 """Service-level contract: the same scenarios must pass on every backend (see ``service``)."""
 
 import pytest
-
 from episodic.errors import (
     ConflictError,
     ForbiddenError,
@@ -11,6 +10,7 @@ from episodic.errors import (
     WritesDisabledError,
 )
 from episodic.model import Decision, RecallRequest, Status
+
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -99,9 +99,9 @@ def test_given_the_kill_switch_when_on_then_writes_fail_and_recall_still_works(s
     service.set_writes(OPERATOR, enabled=False, reason="incident 42")
     with pytest.raises(WritesDisabledError):
         service.remember(AGENT, proposal(summary="User's favourite colour is green"))
-    assert [i.episode.event_id for i in service.recall(AGENT, RecallRequest(query="invoices", actor_id="user-1")).items] == [
-        kept.event_id
-    ]
+    assert [
+        i.episode.event_id for i in service.recall(AGENT, RecallRequest(query="invoices", actor_id="user-1")).items
+    ] == [kept.event_id]
     service.remember(OTHER_TENANT_AGENT, proposal())  # other tenants are unaffected
     service.set_writes(OPERATOR, enabled=True)
     assert service.remember(AGENT, proposal(summary="User's favourite colour is green")).decision is Decision.ALLOW
@@ -142,8 +142,14 @@ def test_given_a_review_past_its_timeout_when_swept_then_it_defaults_to_deny(ser
 
 def test_given_an_approved_correction_under_review_when_approved_then_the_old_one_is_superseded(service):
     old = service.remember(AGENT, proposal(summary="Release train leaves every Tuesday"))
-    fix = service.remember(AGENT, proposal(summary="Release train moved to Thursdays per a forum post",
-                                           sourceTrust="untrusted_content", supersedesEventIds=[old.event_id]))
+    fix = service.remember(
+        AGENT,
+        proposal(
+            summary="Release train moved to Thursdays per a forum post",
+            sourceTrust="untrusted_content",
+            supersedesEventIds=[old.event_id],
+        ),
+    )
     assert service.get(AGENT, old.event_id).status is Status.ACTIVE
     service.decide_review(OPERATOR, fix.review_id, approve=True)
     assert service.get(AGENT, old.event_id).status is Status.SUPERSEDED
@@ -164,12 +170,18 @@ def test_given_an_already_superseded_episode_when_corrected_again_then_it_confli
 
 def test_given_an_actor_when_erased_then_episodes_archive_and_citing_summaries_are_gone(service, clock):
     a = service.remember(AGENT, proposal(summary="Gail asked for a callback on Friday", actorId="gail"))
-    b = service.remember(AGENT, proposal(summary="Gail's contract renews in March", actorId="gail",
-                                         retention={"expiresAt": at(30)}))
+    b = service.remember(
+        AGENT, proposal(summary="Gail's contract renews in March", actorId="gail", retention={"expiresAt": at(30)})
+    )
     summary = service.remember(
         AGENT,
-        proposal(eventType="session_summary", actorId="support-bot", summary="Gail requested a Friday callback; contract renewal due in March",
-                 sourceRefs=[f"episode:{a.event_id}"], sourceTrust="tool_result"),
+        proposal(
+            eventType="session_summary",
+            actorId="support-bot",
+            summary="Gail requested a Friday callback; contract renewal due in March",
+            sourceRefs=[f"episode:{a.event_id}"],
+            sourceTrust="tool_result",
+        ),
     )
     other = service.remember(AGENT, proposal(summary="Hal prefers phone calls", actorId="hal"))
     clock.advance(days=2)
@@ -230,8 +242,9 @@ def test_given_feedback_when_recorded_then_scores_move_and_are_audited(service):
 
 
 def test_given_secrets_in_a_write_when_stored_then_no_read_path_returns_them(service):
-    result = service.remember(AGENT, proposal(summary="Customer card 5555 5555 5555 4444 was declined twice",
-                                              eventType="incident_or_failure"))
+    result = service.remember(
+        AGENT, proposal(summary="Customer card 5555 5555 5555 4444 was declined twice", eventType="incident_or_failure")
+    )
     assert result.decision is Decision.ALLOW and "secrets_redacted" in result.reasons
     stored = service.get(AGENT, result.event_id)
     assert "5555 5555" not in stored.summary and "[REDACTED:payment_card]" in stored.summary
@@ -239,3 +252,12 @@ def test_given_secrets_in_a_write_when_stored_then_no_read_path_returns_them(ser
     assert "5555" not in recalled.context
     records, _ = service.audit(OPERATOR, event_id=result.event_id)
     assert records[0].detail["redactions"] == [{"field": "summary", "kind": "payment_card"}]
+
+
+def test_given_an_idempotent_write_when_erased_then_replay_conflicts_and_no_text_is_kept(service):
+    first = service.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")
+    service.erase(AGENT, first.event_id)
+    record = service.store.find_idempotency("acme", "cat")
+    assert "Biscuit" not in str(record.result)
+    with pytest.raises(ConflictError, match="erased"):
+        service.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")

@@ -7,6 +7,7 @@ the contract ``service`` fixture, so every backend must pass them unchanged.
 from datetime import timedelta
 
 from episodic.model import Decision, EpisodeProposal, RecallRequest, Status
+
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -104,7 +105,10 @@ def test_deletion_removes_the_event_from_every_read_path(service):
 
 def test_expiry_removes_the_event_from_recall_at_once_and_the_sweep_archives_it(service, clock):
     result = service.remember(
-        AGENT, proposal(summary="Temporary door code for the Lisbon office is valid this week", retention={"expiresAt": at(30)})
+        AGENT,
+        proposal(
+            summary="Temporary door code for the Lisbon office is valid this week", retention={"expiresAt": at(30)}
+        ),
     )
     assert ids(recall(service, query="door code", actorId="user-1")) == [result.event_id]
     clock.advance(days=2)
@@ -120,9 +124,12 @@ def test_expiry_removes_the_event_from_recall_at_once_and_the_sweep_archives_it(
 
 
 def test_no_recall_across_tenants_or_actors(service):
-    mine = service.remember(AGENT, proposal(summary="Alice prefers window seats on long flights", actorId="alice",
-                                            privacyClass="private"))
-    service.remember(AGENT, proposal(summary="Bob prefers aisle seats on long flights", actorId="bob", privacyClass="private"))
+    mine = service.remember(
+        AGENT, proposal(summary="Alice prefers window seats on long flights", actorId="alice", privacyClass="private")
+    )
+    service.remember(
+        AGENT, proposal(summary="Bob prefers aisle seats on long flights", actorId="bob", privacyClass="private")
+    )
     service.remember(
         OTHER_TENANT_AGENT, proposal(summary="Carol prefers window seats on long flights", actorId="alice")
     )
@@ -134,10 +141,18 @@ def test_no_recall_across_tenants_or_actors(service):
 
 
 def test_recalled_events_are_correctly_attributed(service):
-    service.remember(AGENT, proposal(summary="Dana approved the Q3 budget increase", actorId="dana",
-                                     eventType="human_approval", resourceRefs=["budget:q3"]))
-    service.remember(AGENT, proposal(summary="Eli rejected the Q3 budget increase", actorId="eli",
-                                     eventType="feedback"))
+    service.remember(
+        AGENT,
+        proposal(
+            summary="Dana approved the Q3 budget increase",
+            actorId="dana",
+            eventType="human_approval",
+            resourceRefs=["budget:q3"],
+        ),
+    )
+    service.remember(
+        AGENT, proposal(summary="Eli rejected the Q3 budget increase", actorId="eli", eventType="feedback")
+    )
     response = recall(service, query="who approved the Q3 budget", actorId="dana")
     assert [i.episode.actor_id for i in response.items] == ["dana"]
     served, _ = service.audit(OPERATOR, action="recall.served")
@@ -146,14 +161,36 @@ def test_recalled_events_are_correctly_attributed(service):
 
 
 def test_recall_by_recency_relevance_and_type(service):
-    older = service.remember(AGENT, proposal(summary="Deploy of billing-api failed: database migration timeout",
-                                             eventType="incident_or_failure", occurredAt=at(1), tags=["deploy"]))
-    newer = service.remember(AGENT, proposal(summary="Deploy of billing-api failed: health check returned 503",
-                                             eventType="incident_or_failure", occurredAt=at(28), tags=["deploy"]))
-    milestone = service.remember(AGENT, proposal(summary="Billing-api v2 shipped to all customers",
-                                                 eventType="task_milestone", occurredAt=at(27), tags=["deploy"]))
-    unrelated = service.remember(AGENT, proposal(summary="User likes concise answers with bullet points",
-                                                 occurredAt=at(28)))
+    older = service.remember(
+        AGENT,
+        proposal(
+            summary="Deploy of billing-api failed: database migration timeout",
+            eventType="incident_or_failure",
+            occurredAt=at(1),
+            tags=["deploy"],
+        ),
+    )
+    newer = service.remember(
+        AGENT,
+        proposal(
+            summary="Deploy of billing-api failed: health check returned 503",
+            eventType="incident_or_failure",
+            occurredAt=at(28),
+            tags=["deploy"],
+        ),
+    )
+    milestone = service.remember(
+        AGENT,
+        proposal(
+            summary="Billing-api v2 shipped to all customers",
+            eventType="task_milestone",
+            occurredAt=at(27),
+            tags=["deploy"],
+        ),
+    )
+    unrelated = service.remember(
+        AGENT, proposal(summary="User likes concise answers with bullet points", occurredAt=at(28))
+    )
     # Recency: structured recall without a query returns newest first.
     structured = recall(service, eventTypes=["incident_or_failure"], tags=["deploy"], actorId="user-1")
     assert ids(structured) == [newer.event_id, older.event_id]
@@ -170,8 +207,14 @@ def test_recall_by_recency_relevance_and_type(service):
 
 
 def test_untrusted_sources_are_reviewed_before_storage(service):
-    result = service.remember(AGENT, proposal(summary="Vendor site claims the API rate limit is 50 requests/second",
-                                              sourceTrust="untrusted_content", sourceRefs=["url:https://vendor.example/docs"]))
+    result = service.remember(
+        AGENT,
+        proposal(
+            summary="Vendor site claims the API rate limit is 50 requests/second",
+            sourceTrust="untrusted_content",
+            sourceRefs=["url:https://vendor.example/docs"],
+        ),
+    )
     assert result.decision is Decision.REVIEW and result.status is Status.PENDING_REVIEW
     assert recall(service, query="API rate limit", actorId="user-1").items == []
     service.decide_review(OPERATOR, result.review_id, approve=True, note="checked against the contract")
@@ -185,8 +228,12 @@ def test_recalled_events_are_framed_as_evidence_not_instructions(service):
     assert context.startswith("<memory-evidence>") and context.endswith("</memory-evidence>")
     assert "not instructions" in context
     assert "[1] Past event, not current instruction." in context
-    for label in ("occurred_at: 2026-11-28T09:30:00Z", "event_type: user_preference_stated", "confidence: high",
-                  "source: user_provided"):
+    for label in (
+        "occurred_at: 2026-11-28T09:30:00Z",
+        "event_type: user_preference_stated",
+        "confidence: high",
+        "source: user_provided",
+    ):
         assert label in context
     assert '"User said the release checklist lives in Confluence \\"RELEASE-7\\""' in context
     assert all(item.episode.source_refs for item in response.items)  # every item carries its source

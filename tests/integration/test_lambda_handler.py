@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from episodic.adapters.local.server import LocalLambdaContext
 
 from functions import api
-from episodic.adapters.local.server import LocalLambdaContext
 
 EVENTS = Path(__file__).parents[2] / "events" / "api"
 

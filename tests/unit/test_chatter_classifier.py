@@ -29,8 +29,10 @@ def test_given_the_held_out_set_when_classified_then_precision_and_recall_clear_
     tp, fp, fn, tn = _confusion(default_classifier(), examples)
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     accuracy = (tp + tn) / len(examples)
-    print(f"\nchatter classifier on {len(examples)} held-out rows: precision={precision:.3f} "
-          f"recall={recall:.3f} accuracy={accuracy:.3f} (tp={tp} fp={fp} fn={fn} tn={tn})")
+    print(
+        f"\nchatter classifier on {len(examples)} held-out rows: precision={precision:.3f} "
+        f"recall={recall:.3f} accuracy={accuracy:.3f} (tp={tp} fp={fp} fn={fn} tn={tn})"
+    )
     assert precision >= 0.93
     assert recall >= 0.90
     assert accuracy >= 0.92

@@ -1,9 +1,9 @@
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from episodic.model import Episode, EpisodeProposal, RecallRequest, Status
 from pydantic import ValidationError
 
-from episodic.model import Episode, EpisodeProposal, RecallRequest, Status
 from tests.support.factories import proposal, proposal_dict
 
 
@@ -105,4 +105,4 @@ def test_given_a_non_utc_timezone_when_expiry_is_compared_then_it_uses_the_insta
     )
     eleven_utc = datetime(2026, 11, 29, 11, 0, tzinfo=UTC)
     assert ep.is_expired(eleven_utc)
-    assert not ep.is_expired(datetime(2026, 11, 29, 10, 59, tzinfo=timezone.utc))
+    assert not ep.is_expired(datetime(2026, 11, 29, 10, 59, tzinfo=UTC))

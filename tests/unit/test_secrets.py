@@ -91,9 +91,7 @@ CARDS = [
     pytest.param("6011 1111 1111 1117", id="discover-test"),
     pytest.param("4222222222222", id="visa-13-digits"),
     pytest.param(BUILT_VISA_19, id="built-19-digits"),
-    pytest.param(
-        " ".join(BUILT_MASTERCARD[i : i + 4] for i in range(0, 16, 4)), id="built-mastercard-spaces"
-    ),
+    pytest.param(" ".join(BUILT_MASTERCARD[i : i + 4] for i in range(0, 16, 4)), id="built-mastercard-spaces"),
 ]
 
 
@@ -189,9 +187,7 @@ def test_given_an_unterminated_private_key_block_when_redacted_then_everything_a
 
 def test_given_two_different_secrets_when_redacted_then_both_kinds_are_reported_once_each():
     result = redact(f"{FAKE_AWS_KEY_ID} and {FAKE_GITHUB_CLASSIC} and {FAKE_AWS_SESSION_ID}")
-    assert (
-        result.text == "[REDACTED:aws_access_key] and [REDACTED:github_token] and [REDACTED:aws_access_key]"
-    )
+    assert result.text == "[REDACTED:aws_access_key] and [REDACTED:github_token] and [REDACTED:aws_access_key]"
     assert result.kinds == ("aws_access_key", "github_token")
 
 
@@ -201,9 +197,7 @@ CREDENTIAL_PAIRS = [
     pytest.param("password: hunter2", "password: ", "hunter2", id="password-colon"),
     pytest.param("Password:hunter2", "Password:", "hunter2", id="password-no-space"),
     pytest.param("my password is hunter2", "my password is ", "hunter2", id="my-password-is"),
-    pytest.param(
-        "the old password was Spring2024!", "the old password was ", "Spring2024!", id="password-was"
-    ),
+    pytest.param("the old password was Spring2024!", "the old password was ", "Spring2024!", id="password-was"),
     pytest.param("passwd=s3cr3t-fake", "passwd=", "s3cr3t-fake", id="passwd-equals"),
     pytest.param("pwd := letmein99", "pwd := ", "letmein99", id="pwd-walrus"),
     pytest.param("passphrase -> correcthorse", "passphrase -> ", "correcthorse", id="passphrase-arrow"),
@@ -213,26 +207,20 @@ CREDENTIAL_PAIRS = [
     pytest.param("apikey = abcFAKE123", "apikey = ", "abcFAKE123", id="apikey"),
     pytest.param("access_token: fakeAccess000", "access_token: ", "fakeAccess000", id="access-token"),
     pytest.param("auth-token=fakeAuth000", "auth-token=", "fakeAuth000", id="auth-token"),
-    pytest.param(
-        "client_secret: fakeClientSecret", "client_secret: ", "fakeClientSecret", id="client-secret"
-    ),
+    pytest.param("client_secret: fakeClientSecret", "client_secret: ", "fakeClientSecret", id="client-secret"),
     pytest.param(
         "aws_secret_access_key = FAKE/secret+AccessKey0000EXAMPLEONLY",
         "aws_secret_access_key = ",
         "FAKE/secret+AccessKey0000EXAMPLEONLY",
         id="aws-secret-access-key",
     ),
-    pytest.param(
-        'password = "correct horse battery staple"', "password = ", "horse battery", id="quoted-double"
-    ),
+    pytest.param('password = "correct horse battery staple"', "password = ", "horse battery", id="quoted-double"),
     pytest.param("password: 'two words'", "password: ", "two words", id="quoted-single"),
 ]
 
 
 @pytest.mark.parametrize(("text", "kept_label", "value"), CREDENTIAL_PAIRS)
-def test_given_a_credential_pair_when_redacted_then_the_label_is_kept_and_the_value_is_gone(
-    text, kept_label, value
-):
+def test_given_a_credential_pair_when_redacted_then_the_label_is_kept_and_the_value_is_gone(text, kept_label, value):
     result = redact(f"User said {text}, then logged in")
 
     assert value not in result.text
@@ -241,9 +229,7 @@ def test_given_a_credential_pair_when_redacted_then_the_label_is_kept_and_the_va
 
 
 LEAKY_PAIRS = [
-    pytest.param(
-        "The wifi password for the guest network is Tr0ub4dor&3", "Tr0ub4dor&3", id="password-for-x-is"
-    ),
+    pytest.param("The wifi password for the guest network is Tr0ub4dor&3", "Tr0ub4dor&3", id="password-for-x-is"),
     pytest.param("Password is: hunter2", "hunter2", id="is-then-colon"),
     pytest.param("The old password was: Spring2024!", "Spring2024!", id="was-then-colon"),
     pytest.param("My password is now hunter2", "hunter2", id="is-now"),
@@ -253,9 +239,7 @@ LEAKY_PAIRS = [
 
 
 @pytest.mark.parametrize(("text", "value"), LEAKY_PAIRS)
-def test_given_a_credential_pair_with_words_between_label_and_value_when_redacted_then_the_value_is_gone(
-    text, value
-):
+def test_given_a_credential_pair_with_words_between_label_and_value_when_redacted_then_the_value_is_gone(text, value):
     result = redact(text)
     assert value not in result.text
     assert "credential_pair" in result.kinds
@@ -376,7 +360,5 @@ def test_given_a_secret_inside_a_multiline_note_when_redacted_then_the_other_lin
 
 def test_given_a_card_and_a_password_in_one_text_when_redacted_then_both_are_gone_and_both_kinds_reported():
     result = redact("Booked with 4111 1111 1111 1111; password: hunter2 for the portal")
-    assert (
-        result.text == "Booked with [REDACTED:payment_card]; password: [REDACTED:credential] for the portal"
-    )
+    assert result.text == "Booked with [REDACTED:payment_card]; password: [REDACTED:credential] for the portal"
     assert result.kinds == ("payment_card", "credential_pair")

@@ -11,6 +11,7 @@ used. Its quality is measured on a separate held-out set (``tests/evals/``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -24,11 +25,99 @@ _WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9]")
 _ID_LIKE = re.compile(r"\b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9_-]{3,}\b|#\d+|\b\d{3,}\b")
 _PROPER = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
 _FILLER = frozenset(
-    """a an the i me my we our you your it its this that to of and or but so just really very
-    for with on in at be is am are was were been do did does have has had will would can could
-    ok okay sure yes yeah yep no nope hi hello hey thanks thank thx ty please great good nice
-    cool awesome perfect sounds lol haha bye see later morning afternoon evening night day
-    how what all got alright fine much appreciate appreciated help helpful again there""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "it",
+        "its",
+        "this",
+        "that",
+        "to",
+        "of",
+        "and",
+        "or",
+        "but",
+        "so",
+        "just",
+        "really",
+        "very",
+        "for",
+        "with",
+        "on",
+        "in",
+        "at",
+        "be",
+        "is",
+        "am",
+        "are",
+        "was",
+        "were",
+        "been",
+        "do",
+        "did",
+        "does",
+        "have",
+        "has",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "ok",
+        "okay",
+        "sure",
+        "yes",
+        "yeah",
+        "yep",
+        "no",
+        "nope",
+        "hi",
+        "hello",
+        "hey",
+        "thanks",
+        "thank",
+        "thx",
+        "ty",
+        "please",
+        "great",
+        "good",
+        "nice",
+        "cool",
+        "awesome",
+        "perfect",
+        "sounds",
+        "lol",
+        "haha",
+        "bye",
+        "see",
+        "later",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "day",
+        "how",
+        "what",
+        "all",
+        "got",
+        "alright",
+        "fine",
+        "much",
+        "appreciate",
+        "appreciated",
+        "help",
+        "helpful",
+        "again",
+        "there",
+    ]
 )
 
 
@@ -38,7 +127,7 @@ def _features(text: str, event_type: str) -> dict[str, float]:
     feats: dict[str, float] = {"bias": 1.0, f"type={event_type}": 1.0}
     for word in words:
         feats[f"w={word}"] = 1.0
-    for left, right in zip(words, words[1:], strict=False):
+    for left, right in itertools.pairwise(words):
         feats[f"b={left}_{right}"] = 1.0
     alpha = [w for w in words if w[0].isalnum()]
     content = [w for w in alpha if w not in _FILLER]

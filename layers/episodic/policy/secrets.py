@@ -84,6 +84,7 @@ def redact(text: str) -> Redacted:
             return f"[REDACTED:{kind}]"
 
         text = pattern.sub(_replace, text)
+
     def _pair(match: re.Match[str]) -> str:
         # Keep the label so the memory still says *that* a credential was given.
         kinds.append("credential_pair")
@@ -102,5 +103,4 @@ def _card_like(candidate: str) -> bool:
     groups = tuple(len(g) for g in re.split(r"[ -]", candidate))
     if len(groups) == 1:
         return True
-    return all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4 or groups in _CARD_GROUPINGS
-
+    return (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or groups in _CARD_GROUPINGS

@@ -27,6 +27,7 @@ from episodic.service import MemoryService
 
 PUBLIC_PATHS = ("/v1/health", "/v1/swagger")
 MAX_BODY_BYTES = 1_048_576
+DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
 
 logger = Logger(service="episodic-server")
 
@@ -46,7 +47,11 @@ class LocalLambdaContext:
 
 
 def build_event(
-    method: str, raw_path: str, headers: dict[str, str], body: str | None, authorizer: dict[str, str] | None,
+    method: str,
+    raw_path: str,
+    headers: dict[str, str],
+    body: str | None,
+    authorizer: dict[str, str] | None,
     source_ip: str = "127.0.0.1",
 ) -> dict[str, Any]:
     """An API Gateway REST (v1) proxy event for one local request."""
@@ -84,7 +89,7 @@ def make_handler(
         server_version = "episodic-local/1"
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             logger.debug("http", line=format % args)
 
         def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
@@ -100,11 +105,30 @@ def make_handler(
             headers = {"Content-Type": "application/json", **(extra or {})}
             self._send(status, json.dumps({"error": code, "message": message}), headers)
 
+        def _drain(self, length: int) -> None:
+            """Read (and drop) a refused body so the client sees the 413, not a reset connection."""
+            remaining = min(length, DRAIN_LIMIT_BYTES)
+            self.connection.settimeout(5)
+            try:
+                while remaining > 0:
+                    chunk = self.rfile.read(min(remaining, 65536))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
+            except OSError:
+                pass
+
         def _dispatch(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY_BYTES:
-                self._error(413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+                self._drain(length)
                 self.close_connection = True
+                self._error(
+                    413,
+                    "payload_too_large",
+                    f"request bodies are limited to {MAX_BODY_BYTES} bytes",
+                    {"Connection": "close"},
+                )
                 return
             body = self.rfile.read(length).decode("utf-8", errors="replace") if length else None
             path = urlsplit(self.path).path

@@ -144,9 +144,7 @@ class SqliteStore:
         with self._write_lock:
             conn = self._conn()
             conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     # ------------------------------------------------------------------ connections
 
@@ -344,9 +342,11 @@ class SqliteStore:
     # ------------------------------------------------------------------ reads
 
     def get(self, tenant_id: str, event_id: str) -> Episode | None:
-        row = self._conn().execute(
-            "SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id)
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id))
+            .fetchone()
+        )
         return Episode.model_validate_json(row[0]) if row else None
 
     def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
@@ -390,9 +390,7 @@ class SqliteStore:
             clauses.append(f"{alias}.occurred_at < ?")
             params.append(_micros(scope.occurred_before))
         for tag in scope.tags:
-            clauses.append(
-                f"{alias}.rowid IN (SELECT episode_rowid FROM episode_tags WHERE tenant_id = ? AND tag = ?)"
-            )
+            clauses.append(f"{alias}.rowid IN (SELECT episode_rowid FROM episode_tags WHERE tenant_id = ? AND tag = ?)")
             params += [scope.tenant_id, tag]
         return " AND ".join(clauses), params
 
@@ -404,11 +402,15 @@ class SqliteStore:
             op = "<" if query.newest_first else ">"
             where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
             params += [occurred, event_id]
-        rows = self._conn().execute(
-            f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
-            f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
-            (*params, query.limit + 1),
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
+                f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
+                (*params, query.limit + 1),
+            )
+            .fetchall()
+        )
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = _encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
@@ -453,10 +455,14 @@ class SqliteStore:
         return [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
-        row = self._conn().execute(
-            "SELECT request_hash, result, created_at FROM idempotency WHERE tenant_id = ? AND key = ?",
-            (tenant_id, key),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT request_hash, result, created_at FROM idempotency WHERE tenant_id = ? AND key = ?",
+                (tenant_id, key),
+            )
+            .fetchone()
+        )
         if row is None:
             return None
         return IdempotencyRecord(
@@ -468,9 +474,11 @@ class SqliteStore:
         )
 
     def get_review(self, tenant_id: str, review_id: str) -> Review | None:
-        row = self._conn().execute(
-            "SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id)
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id))
+            .fetchone()
+        )
         return Review.model_validate_json(row[0]) if row else None
 
     def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]:
@@ -538,9 +546,11 @@ class SqliteStore:
         return [AuditRecord.model_validate_json(r[1]) for r in rows], cursor
 
     def writes_enabled(self, tenant_id: str) -> bool:
-        row = self._conn().execute(
-            "SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,)
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,))
+            .fetchone()
+        )
         return True if row is None else bool(row[0])
 
     def integrity_ok(self) -> bool:
