@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+
 from episodic.adapters.local.archive import FolderArchive
 from episodic.adapters.local.notifier import LogReviewNotifier
 from episodic.adapters.local.sqlite_store import SqliteStore

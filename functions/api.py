@@ -20,6 +20,8 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import Field
+
 from episodic.errors import EpisodicError, InvalidRequestError, UnauthorizedError
 from episodic.model import (
     AuditRecord,
@@ -37,7 +39,6 @@ from episodic.model import (
     TimelinePage,
 )
 from episodic.service import MemoryService
-from pydantic import Field
 
 logger = Logger(service="episodic-api")
 app = APIGatewayRestResolver(enable_validation=True)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from episodic.adapters.local.bootstrap import build_local_service
 from episodic.adapters.local.embedder import MiniLMEmbedder
 from episodic.service import MemoryService
 from episodic.settings import Settings
-
 from tests.support.doubles import FixedClock
 
 

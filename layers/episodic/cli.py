@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 
 def _serve(args: argparse.Namespace) -> int:
     from episodic.adapters.local.bootstrap import build_local_service
@@ -15,7 +17,11 @@ def _serve(args: argparse.Namespace) -> int:
     from episodic.settings import Settings
     from functions import api
 
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValidationError as exc:
+        print(f"episodic: invalid EPISODIC_* setting:\n{exc}", file=sys.stderr)
+        return 2
     if args.data_dir:
         settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
     try:

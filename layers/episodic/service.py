@@ -77,7 +77,13 @@ SUMMARY_REF_PREFIX = "episode:"
 """How a summary's sourceRefs cite the episodes it was made from (``episode:<eventId>``)."""
 
 ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
-"""Privacy classes recalled only when the caller scopes recall to that one actor."""
+"""Privacy classes listed or recalled only when the read is scoped to that one actor."""
+
+
+def _visible_privacy(actor_id: str | None, operator: bool) -> tuple[PrivacyClass, ...]:
+    if actor_id or operator:
+        return tuple(PrivacyClass)
+    return tuple(p for p in PrivacyClass if p not in ACTOR_SCOPED_PRIVACY)
 
 
 class SystemClock:
@@ -408,6 +414,7 @@ class MemoryService:
             occurred_after=occurred_after,
             occurred_before=occurred_before,
             statuses=tuple(statuses),
+            privacy_classes=_visible_privacy(actor_id, operator=caller.is_operator),
         )
         items, next_cursor = self.store.timeline(
             TimelineQuery(scope=scope, limit=limit, cursor=cursor, newest_first=newest_first)
@@ -417,7 +424,7 @@ class MemoryService:
     def recall(self, caller: Caller, request: RecallRequest) -> RecallResponse:
         """Scope first, then rank; audit what was returned to whom and count the access."""
         now = self.clock.now()
-        privacy = tuple(PrivacyClass) if request.actor_id else (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL)
+        privacy = _visible_privacy(request.actor_id, operator=False)  # recall feeds prompts: no exception
         scope = Scope(
             tenant_id=caller.tenant_id,
             now=now,

@@ -1,6 +1,7 @@
 """Service-level contract: the same scenarios must pass on every backend (see ``service``)."""
 
 import pytest
+
 from episodic.errors import (
     ConflictError,
     ForbiddenError,
@@ -10,7 +11,6 @@ from episodic.errors import (
     WritesDisabledError,
 )
 from episodic.model import Decision, RecallRequest, Status
-
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -261,3 +261,15 @@ def test_given_an_idempotent_write_when_erased_then_replay_conflicts_and_no_text
     assert "Biscuit" not in str(record.result)
     with pytest.raises(ConflictError, match="erased"):
         service.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")
+
+
+def test_given_private_episodes_when_an_agent_lists_the_tenant_timeline_then_only_actor_scoped_reads_show_them(
+    service,
+):
+    private = service.remember(
+        AGENT, proposal(summary="Ina's salary band is L5", actorId="ina", privacyClass="private")
+    )
+    public = service.remember(AGENT, proposal(summary="Ina joined the platform team", actorId="ina"))
+    assert [e.event_id for e in service.timeline(AGENT).items] == [public.event_id]
+    assert {e.event_id for e in service.timeline(AGENT, actor_id="ina").items} == {private.event_id, public.event_id}
+    assert len(service.timeline(OPERATOR).items) == 2

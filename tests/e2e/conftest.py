@@ -16,13 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
+
+import functions.api
 from episodic.adapters.local.bootstrap import build_local_service
 from episodic.adapters.local.server import create_server
 from episodic.adapters.local.tokens import TokenBook, parse_tokens
 from episodic.service import MemoryService
 from episodic.settings import Settings
-
-import functions.api
 
 AGENT_TOKEN = "agent-token-acme-000001"
 OPERATOR_TOKEN = "oper-token-acme-0000001"

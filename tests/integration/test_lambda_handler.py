@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from episodic.adapters.local.server import LocalLambdaContext
 
+from episodic.adapters.local.server import LocalLambdaContext
 from functions import api
 
 EVENTS = Path(__file__).parents[2] / "events" / "api"

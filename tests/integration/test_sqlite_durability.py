@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.model import RecallRequest
-
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 ROOT = Path(__file__).parents[2]

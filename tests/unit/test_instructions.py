@@ -8,6 +8,7 @@ policies or "always"/"never" must not be.
 from __future__ import annotations
 
 import pytest
+
 from episodic.policy.instructions import looks_like_injection, looks_like_standing_order
 
 # --------------------------------------------------------------------------- shared negatives

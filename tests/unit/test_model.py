@@ -1,9 +1,9 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from episodic.model import Episode, EpisodeProposal, RecallRequest, Status
 from pydantic import ValidationError
 
+from episodic.model import Episode, EpisodeProposal, RecallRequest, Status
 from tests.support.factories import proposal, proposal_dict
 
 

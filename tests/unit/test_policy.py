@@ -1,9 +1,9 @@
 from datetime import UTC, datetime
 
 import pytest
+
 from episodic.model import Decision
 from episodic.policy import POLICY_VERSION, WritePolicy
-
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

@@ -2,7 +2,6 @@ from datetime import UTC, datetime, timedelta
 
 from episodic.model import Episode
 from episodic.ranking import Candidate, Ranker, RankingWeights
-
 from tests.support.factories import proposal_dict
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

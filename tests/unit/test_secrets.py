@@ -12,6 +12,7 @@ import json
 import re
 
 import pytest
+
 from episodic.policy.secrets import Redacted, luhn_valid, redact
 
 

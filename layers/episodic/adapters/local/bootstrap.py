@@ -15,7 +15,8 @@ def build_local_service(
     settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
 ) -> MemoryService:
     data_dir = settings.data_dir.expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    if not data_dir.exists():
+        data_dir.mkdir(parents=True, mode=0o700)  # memories are private: owner-only from the start
     store = SqliteStore(data_dir / "episodic.db")
     return MemoryService(
         store=store,

@@ -1,0 +1,50 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from episodic.adapters.local.tokens import load_tokens, parse_tokens
+from episodic.model import Role
+from episodic.settings import Settings
+
+
+def test_given_episodic_variables_when_settings_are_read_then_they_are_typed_and_parsed():
+    settings = Settings.from_env(
+        {
+            "EPISODIC_HALF_LIFE_DAYS": "14",
+            "EPISODIC_TAG_WEIGHTS": "VIP=0.9, billing=0.6",
+            "EPISODIC_WRITES_DISABLED": "1",
+        }
+    )
+    assert settings.half_life_days == 14.0 and settings.writes_disabled is True
+    assert settings.tag_weights == {"vip": 0.9, "billing": 0.6}
+    assert settings.ranking_weights().half_life_days == 14.0
+
+
+def test_given_a_bad_setting_when_read_then_a_validation_error_names_it():
+    with pytest.raises(ValidationError, match="review_timeout_days"):
+        Settings.from_env({"EPISODIC_REVIEW_TIMEOUT_DAYS": "-1"})
+
+
+def test_given_a_token_spec_when_parsed_then_each_token_maps_to_tenant_and_role():
+    tokens = parse_tokens("aaaaaaaaaaaaaaaa1=acme:agent, bbbbbbbbbbbbbbbb2=acme:operator")
+    assert tokens["aaaaaaaaaaaaaaaa1"].tenant_id == "acme" and tokens["bbbbbbbbbbbbbbbb2"].role is Role.OPERATOR
+    assert "aaaaaa" not in tokens["aaaaaaaaaaaaaaaa1"].principal_id  # the audit never holds the token
+
+
+@pytest.mark.parametrize("spec", ["short=acme:agent", "aaaaaaaaaaaaaaaa1=acme", "aaaaaaaaaaaaaaaa1=acme:root", ","])
+def test_given_a_malformed_token_spec_when_parsed_then_it_is_refused(spec):
+    with pytest.raises(ValueError):
+        parse_tokens(spec)
+
+
+def test_given_no_tokens_when_loaded_then_a_private_file_with_an_agent_and_an_operator_is_created(tmp_path):
+    book = load_tokens(tmp_path, environ={})
+    assert book.created
+    raw = json.loads((tmp_path / "tokens.json").read_text())
+    assert sorted(v["role"] for v in raw.values()) == ["agent", "operator"]
+    assert (tmp_path / "tokens.json").stat().st_mode & 0o077 == 0
+    again = load_tokens(tmp_path, environ={})
+    assert not again.created and set(again.tokens) == set(book.tokens)
+    token = next(iter(book.tokens))
+    assert again.authenticate(token) is not None and again.authenticate(token + "x") is None
