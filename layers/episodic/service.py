@@ -179,32 +179,46 @@ class MemoryService:
         proposals: list[EpisodeProposal],
         key: str | None,
     ) -> list[RememberResult]:
-        """Same key and body: the first result again, nothing new stored. Same key, other body: 409."""
+        """Same key and body: the first result again, nothing new stored. Same key, other body: 409.
+
+        Every item carries its own idempotency record, committed atomically with that item's
+        writes (a batch item's key is the request key plus its position). A retry after a
+        crash mid-batch therefore replays what was done and writes only what was not, on
+        any backend, without needing one transaction for the whole batch.
+        """
         self._check_writes(caller)
+        for proposal in proposals:
+            if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
+                raise ForbiddenError("the episode names a tenant other than the caller's")
         if key is None:
-            return self._write(caller, proposals)
+            return self._write(caller, proposals, [None] * len(proposals))
         if not 1 <= len(key) <= 255:
             raise InvalidRequestError("Idempotency-Key must be 1 to 255 characters")
         body = json.dumps([p.to_json_dict() for p in proposals], sort_keys=True, separators=(",", ":"))
         request_hash = _hash_text(f"{kind}\n{body}")
-        for attempt in range(2):
-            previous = self.store.find_idempotency(caller.tenant_id, key)
-            if previous is not None:
-                if previous.request_hash != request_hash:
-                    raise IdempotencyConflictError(
-                        "this Idempotency-Key was already used with a different request body"
-                    )
-                return [self._replayed(caller, RememberResult.model_validate(r)) for r in previous.result]
-            try:
-                return self._write(caller, proposals, idempotency=(key, request_hash))
-            except _IdempotencyRace:
-                if attempt == 1:
-                    raise ConflictError("concurrent requests with the same Idempotency-Key") from None
-        raise AssertionError("unreachable")
+        item_keys = [key] if kind == "remember" else [f"{key}\x1f{i}" for i in range(len(proposals))]
+        results: list[RememberResult | None] = []
+        for item_key in item_keys:
+            previous = self.store.find_idempotency(caller.tenant_id, item_key)
+            results.append(None if previous is None else self._replayed(caller, previous, request_hash, kind))
+        pending = [i for i, r in enumerate(results) if r is None]
+        if pending:
+            written = self._write(
+                caller,
+                [proposals[i] for i in pending],
+                [(item_keys[i], request_hash, kind) for i in pending],
+            )
+            for i, result in zip(pending, written, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
 
-    def _replayed(self, caller: Caller, result: RememberResult) -> RememberResult:
-        """A replayed result shows the episode as it is now; one erased since cannot be replayed."""
-        if result.decision is not Decision.ALLOW or result.event_id is None:
+    def _replayed(self, caller: Caller, previous: IdempotencyRecord, request_hash: str, kind: str) -> RememberResult:
+        """The earlier result. A single write shows its episode as it is now; one erased since
+        cannot be replayed (batch results never carry the episode, so they replay as stored)."""
+        if previous.request_hash != request_hash:
+            raise IdempotencyConflictError("this Idempotency-Key was already used with a different request body")
+        result = RememberResult.model_validate(previous.result)
+        if kind != "remember" or result.decision is not Decision.ALLOW or result.event_id is None:
             return result
         episode = self.store.get(caller.tenant_id, result.event_id)
         if episode is None:
@@ -222,12 +236,10 @@ class MemoryService:
         self,
         caller: Caller,
         proposals: list[EpisodeProposal],
-        idempotency: tuple[str, str] | None = None,
+        keys: Sequence[tuple[str, str, str] | None],
     ) -> list[RememberResult]:
+        """Decide every proposal, embed the storable ones in one batch, commit each item atomically."""
         now = self.clock.now()
-        for proposal in proposals:
-            if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
-                raise ForbiddenError("the episode names a tenant other than the caller's")
         judged = [self.policy.decide(p, caller, now) for p in proposals]
         storable = [
             (i, self._build_episode(caller, p, d, now))
@@ -238,7 +250,6 @@ class MemoryService:
         by_index = {i: (ep, vec) for (i, ep), vec in zip(storable, vectors, strict=True)}
 
         results: list[RememberResult] = []
-        changes_per_item: list[Changes] = []
         for i, (decision, _) in enumerate(judged):
             changes = Changes(tenant_id=caller.tenant_id)
             if i in by_index:
@@ -262,52 +273,49 @@ class MemoryService:
                     policy_version=decision.policy_version,
                     redactions=decision.redactions,
                 )
-            results.append(result)
-            changes_per_item.append(changes)
-
-        if idempotency is not None:
-            # Decisions for all items and the key commit together: a retry finds either
-            # nothing (and redoes the work) or everything (and replays the results).
-            merged = Changes(tenant_id=caller.tenant_id)
-            for c in changes_per_item:
-                merged.put += c.put
-                merged.status += c.status
-                merged.audit += c.audit
-                merged.reviews_put += c.reviews_put
-            merged.idempotency = IdempotencyRecord(
-                tenant_id=caller.tenant_id,
-                key=idempotency[0],
-                request_hash=idempotency[1],
-                # Only the decision and ids are kept, never the episode's text: erasure must not
-                # leave a copy behind in the idempotency table.
-                result=[r.model_copy(update={"episode": None}).to_json_dict() for r in results],
-                created_at=now,
-            )
-            try:
-                self.store.apply(merged)
-            except ConflictError as exc:
-                if self.store.find_idempotency(caller.tenant_id, idempotency[0]) is not None:
-                    raise _IdempotencyRace() from exc
-                raise
-        else:
-            for i, changes in enumerate(changes_per_item):
-                try:
-                    self.store.apply(changes)
-                except ConflictError as exc:
-                    # Items are independent: a stale supersede fails this item only.
-                    results[i] = RememberResult(
-                        decision=Decision.DENY,
-                        reasons=["conflict", *results[i].reasons],
-                        policy_version=self.policy.version,
-                    )
-                    if len(proposals) == 1:
-                        raise ConflictError(exc.message) from exc
+            key = keys[i]
+            if key is not None:
+                changes.idempotency = IdempotencyRecord(
+                    tenant_id=caller.tenant_id,
+                    key=key[0],
+                    request_hash=key[1],
+                    # Decision and ids only, never the episode's text: erasure must leave no copy here.
+                    result=result.model_copy(update={"episode": None}).to_json_dict(),
+                    created_at=now,
+                )
+            results.append(self._commit_item(caller, changes, result, key, single=len(proposals) == 1))
         for result in results:
             if result.review_id is not None and result.episode is not None:
                 review = self.store.get_review(caller.tenant_id, result.review_id)
                 if review is not None:
                     self.notifier.review_requested(review, result.episode)
         return results
+
+    def _commit_item(
+        self,
+        caller: Caller,
+        changes: Changes,
+        result: RememberResult,
+        key: tuple[str, str, str] | None,
+        single: bool,
+    ) -> RememberResult:
+        try:
+            self.store.apply(changes)
+            return result
+        except ConflictError:
+            if key is not None:
+                # A concurrent request with the same key committed first: answer with its result.
+                previous = self.store.find_idempotency(caller.tenant_id, key[0])
+                if previous is not None:
+                    return self._replayed(caller, previous, key[1], key[2])
+            if single:
+                raise
+            # Items are independent: a stale supersede fails this item only.
+            return RememberResult(
+                decision=Decision.DENY,
+                reasons=["conflict", *result.reasons],
+                policy_version=self.policy.version,
+            )
 
     def _build_episode(self, caller: Caller, p: EpisodeProposal, decision: PolicyDecision, now: datetime) -> Episode:
         assert p.actor_id and p.occurred_at and p.source_trust  # guaranteed by the policy
@@ -725,10 +733,6 @@ class MemoryService:
                 else {}
             ),
         )
-
-
-class _IdempotencyRace(Exception):
-    """Another request with the same key committed first; replay its result."""
 
 
 def _in_scope(episode: Episode, scope: Scope) -> bool:

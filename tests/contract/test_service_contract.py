@@ -8,6 +8,7 @@ from episodic.errors import (
     IdempotencyConflictError,
     InvalidRequestError,
     NotFoundError,
+    StorageError,
     WritesDisabledError,
 )
 from episodic.model import Decision, RecallRequest, Status
@@ -273,3 +274,26 @@ def test_given_private_episodes_when_an_agent_lists_the_tenant_timeline_then_onl
     assert [e.event_id for e in service.timeline(AGENT).items] == [public.event_id]
     assert {e.event_id for e in service.timeline(AGENT, actor_id="ina").items} == {private.event_id, public.event_id}
     assert len(service.timeline(OPERATOR).items) == 2
+
+
+def test_given_a_batch_that_failed_midway_when_retried_with_its_key_then_only_missing_items_are_written(service):
+    real_apply, calls = service.store.apply, []
+
+    def failing_third_commit(changes):  # fault injection around the real store
+        calls.append(changes)
+        if len(calls) == 3:
+            raise StorageError("injected: connection lost")
+        return real_apply(changes)
+
+    items = [proposal(summary=f"Customer {n} renewed the annual plan for 3 more seats") for n in range(4)]
+    service.store.apply = failing_third_commit
+    with pytest.raises(StorageError):
+        service.remember_batch(AGENT, items, idempotency_key="batch-1")
+    service.store.apply = real_apply
+    assert len(service.timeline(AGENT).items) == 2
+    retried = service.remember_batch(AGENT, items, idempotency_key="batch-1")
+    assert [r.decision for r in retried] == [Decision.ALLOW] * 4
+    assert {e.event_id for e in service.timeline(AGENT).items} == {r.event_id for r in retried}
+    assert len(service.timeline(AGENT).items) == 4
+    with pytest.raises(IdempotencyConflictError):
+        service.remember_batch(AGENT, items[:3], idempotency_key="batch-1")
