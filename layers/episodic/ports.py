@@ -116,6 +116,24 @@ class Scope:
     statuses: tuple[Status, ...] = (Status.ACTIVE,)
     privacy_classes: tuple[PrivacyClass, ...] = tuple(PrivacyClass)
 
+    def admits(self, episode: Episode) -> bool:
+        """Whether an episode is inside this scope (used to re-check what an index returned)."""
+        if episode.tenant_id != self.tenant_id or episode.status not in self.statuses:
+            return False
+        if episode.is_expired(self.now) or episode.privacy_class not in self.privacy_classes:
+            return False
+        if self.actor_id and episode.actor_id != self.actor_id:
+            return False
+        if self.project_id and episode.project_id != self.project_id:
+            return False
+        if self.event_types and episode.event_type not in self.event_types:
+            return False
+        if self.tags and not set(self.tags).issubset(episode.tags):
+            return False
+        if self.occurred_after and episode.occurred_at < self.occurred_after:
+            return False
+        return not (self.occurred_before and episode.occurred_at >= self.occurred_before)
+
 
 @dataclass(frozen=True)
 class TimelineQuery:

@@ -101,8 +101,25 @@ def _hash_text(value: str) -> str:
     return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
 
 
-def _new_id(now: datetime) -> str:
-    return str(ULID.from_datetime(now))
+class _MonotonicUlid:
+    """ULIDs that sort in creation order within a process, even within one millisecond.
+
+    The audit log and the timelines order by id; plain ULIDs made in the same millisecond
+    sort randomly, so an id that would not sort after the previous one is the previous + 1.
+    """
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, now: datetime) -> str:
+        candidate = int(ULID.from_datetime(now))
+        with self._lock:
+            self._last = max(candidate, self._last + 1)
+            return str(ULID.from_int(self._last))
+
+
+_new_id = _MonotonicUlid()
 
 
 @dataclass(frozen=True)
@@ -451,7 +468,7 @@ class MemoryService:
         candidates = self.index.candidates(scope, query, vector, pool)
         episodes = self.store.get_many(caller.tenant_id, [c.event_id for c in candidates])
         # The index is a projection: re-check the scope against the source of truth.
-        episodes = {k: e for k, e in episodes.items() if _in_scope(e, scope)}
+        episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
         items = self.ranker.rank(candidates, episodes, now, has_query=query is not None, limit=request.limit)
         recall_id = _new_id(now)
         returned = [item.episode.event_id for item in items]
@@ -733,21 +750,3 @@ class MemoryService:
                 else {}
             ),
         )
-
-
-def _in_scope(episode: Episode, scope: Scope) -> bool:
-    if episode.tenant_id != scope.tenant_id or episode.status not in scope.statuses:
-        return False
-    if episode.is_expired(scope.now) or episode.privacy_class not in scope.privacy_classes:
-        return False
-    if scope.actor_id and episode.actor_id != scope.actor_id:
-        return False
-    if scope.project_id and episode.project_id != scope.project_id:
-        return False
-    if scope.event_types and episode.event_type not in scope.event_types:
-        return False
-    if scope.tags and not set(scope.tags).issubset(episode.tags):
-        return False
-    if scope.occurred_after and episode.occurred_at < scope.occurred_after:
-        return False
-    return not (scope.occurred_before and episode.occurred_at >= scope.occurred_before)

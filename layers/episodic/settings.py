@@ -28,6 +28,12 @@ class Settings(BaseModel):
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     tag_weights: dict[str, float] = Field(default_factory=dict)
     embedder: str = Field(default="minilm", pattern="^(minilm)$")
+    # The AWS backend (EPISODIC_BACKEND=aws): resource names come from the deployment.
+    timeline_table: str = "episodic-timeline"
+    audit_table: str = "episodic-audit"
+    archive_bucket: str = "episodic-archive"
+    archive_kms_key_id: str | None = None
+    max_scope: int = Field(default=20_000, ge=100, description="Largest scope the DynamoDB-only recall ranks")
 
     def ranking_weights(self) -> RankingWeights:
         return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance)

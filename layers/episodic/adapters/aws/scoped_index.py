@@ -1,0 +1,86 @@
+"""Exact, scope-first recall straight from the DynamoDB timeline.
+
+Without an OpenSearch collection (small deployments, and the contract tests under moto,
+which has no OpenSearch data plane), recall reads the scoped episodes through the most
+selective timeline index, then ranks them in-process: BM25 (``bm25s``, English stop
+words and Snowball stemming) over their text and cosine similarity over their stored
+vectors. It is exact for the scope, and its cost grows with the scope's size, so it
+refuses to read more than ``max_scope`` episodes per query: beyond that, configure the
+OpenSearch recall index (filtered k-NN and BM25 in one engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
+from episodic.errors import InvalidRequestError
+from episodic.ports import Scope, Vector
+from episodic.ranking import Candidate
+
+
+class DynamoScopedIndex:
+    """:class:`~episodic.ports.RecallIndex` over :class:`DynamoTimelineStore`."""
+
+    def __init__(self, store: DynamoTimelineStore, max_scope: int = 20_000) -> None:
+        self.store = store
+        self.max_scope = max_scope
+        self._stemmer = Stemmer.Stemmer("english")
+
+    def candidates(
+        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+    ) -> list[Candidate]:
+        if query_text is None and query_vector is None:
+            newest = []
+            for _, _, episode in self.store.iter_scope(scope, newest_first=True):
+                newest.append(Candidate(event_id=episode.event_id))
+                if len(newest) == pool_size:
+                    break
+            return newest
+
+        ids: list[str] = []
+        texts: list[str] = []
+        vectors: list[Any] = []
+        for _, item, episode in self.store.iter_scope(scope, newest_first=True):
+            if len(ids) == self.max_scope:
+                raise InvalidRequestError(
+                    f"the scope holds more than {self.max_scope} episodes; narrow it (actor, project, "
+                    "type, tags, time) or configure the OpenSearch recall index"
+                )
+            ids.append(episode.event_id)
+            texts.append(episode.search_text())
+            vectors.append(item["vec"]["B"] if "vec" in item else None)
+        if not ids:
+            return []
+
+        lexical = np.zeros(len(ids), dtype=np.float32)
+        if query_text:
+            query_tokens = bm25s.tokenize(
+                [query_text], stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=False
+            )[0]
+            if query_tokens:
+                retriever = bm25s.BM25()
+                retriever.index(
+                    bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer, show_progress=False),
+                    show_progress=False,
+                )
+                known = [tok for tok in query_tokens if tok in retriever.vocab_dict]
+                if known:
+                    lexical = np.asarray(retriever.get_scores(known), dtype=np.float32)
+
+        semantic = np.zeros(len(ids), dtype=np.float32)
+        if query_vector is not None:
+            query = np.asarray(query_vector, dtype=np.float32)
+            for i, raw in enumerate(vectors):
+                if raw is not None:
+                    semantic[i] = float(np.frombuffer(raw, dtype=np.float32) @ query)
+
+        chosen = set(np.argsort(-semantic)[:pool_size].tolist())
+        chosen |= {i for i in np.argsort(-lexical)[:pool_size].tolist() if lexical[i] > 0}
+        return [
+            Candidate(event_id=ids[i], lexical=float(lexical[i]), semantic=float(semantic[i])) for i in sorted(chosen)
+        ]
