@@ -37,6 +37,7 @@ from episodic.model import (
     ReviewView,
     Status,
     TimelinePage,
+    UtcDatetime,
 )
 from episodic.service import MemoryService
 
@@ -221,6 +222,18 @@ class ErasureResult(CamelModel):
 @app.delete("/v1/episodes/<eventId>", summary="Erase an episode everywhere, leaving an audit tombstone")
 def delete_episode(eventId: Annotated[str, Path(max_length=128)]) -> ErasureResult:
     return ErasureResult.model_validate(get_service().erase(current_caller(), eventId))
+
+
+class RestoreRequest(CamelModel):
+    expires_at: UtcDatetime | None = None
+
+
+@app.post("/v1/episodes/<eventId>/restore", summary="Restore an archived episode to the timeline (operator)")
+def post_restore(
+    eventId: Annotated[str, Path(max_length=128)],
+    request: Annotated[RestoreRequest, Body()],
+) -> Episode:
+    return get_service().restore(current_caller(), eventId, request.expires_at)
 
 
 class ActorErasureRequest(CamelModel):

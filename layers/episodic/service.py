@@ -531,6 +531,47 @@ class MemoryService:
             raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
         return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
 
+    def restore(self, caller: Caller, event_id: str, expires_at: datetime | None = None) -> Episode:
+        """Bring an archived episode back to the timeline, on an operator's explicit request.
+
+        The episode returns ``active`` and is re-embedded (vectors are not archived); one whose
+        retention has passed needs a new ``expiresAt``, or it would be forgotten again at once.
+        The archive copy is removed once the episode is back, so no second copy lingers.
+        """
+        self._require_operator(caller)
+        record = self.archive.get(caller.tenant_id, event_id)
+        if record is None:
+            raise NotFoundError(f"no archived episode {event_id}")
+        now = self.clock.now()
+        episode = Episode.model_validate(record["episode"])
+        retention = episode.retention
+        if expires_at is not None:
+            if expires_at <= now:
+                raise InvalidRequestError("expiresAt must be in the future")
+            retention = retention.model_copy(update={"expires_at": expires_at})
+        elif episode.is_expired(now):
+            raise ConflictError("this episode's retention has passed; restore it with a new expiresAt")
+        episode = episode.model_copy(update={"status": Status.ACTIVE, "retention": retention})
+        vector = self.embedder.embed([episode.search_text()])[0]
+        audit = self._audit(
+            caller,
+            "episode.restored",
+            now,
+            event_id,
+            None,
+            archivedReason=record.get("reason"),
+            expiresAt=retention.expires_at.isoformat() if retention.expires_at else None,
+        )
+        self.store.apply(
+            Changes(
+                tenant_id=caller.tenant_id,
+                put=[NewEpisode(episode=episode, vector=vector, embedder=self.embedder.name)],
+                audit=[audit],
+            )
+        )
+        self.archive.delete_events(caller.tenant_id, [event_id])
+        return episode
+
     def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> dict[str, Any]:
         """Erase everything about an actor: timeline, index, archive, derived summaries."""
         self._require_operator(caller)

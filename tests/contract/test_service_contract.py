@@ -1,5 +1,7 @@
 """Service-level contract: the same scenarios must pass on every backend (see ``service``)."""
 
+from datetime import timedelta
+
 import pytest
 
 from episodic.errors import (
@@ -297,3 +299,25 @@ def test_given_a_batch_that_failed_midway_when_retried_with_its_key_then_only_mi
     assert len(service.timeline(AGENT).items) == 4
     with pytest.raises(IdempotencyConflictError):
         service.remember_batch(AGENT, items[:3], idempotency_key="batch-1")
+
+
+def test_given_an_expired_archived_episode_when_an_operator_restores_it_then_it_is_recalled_again(service, clock):
+    gone = service.remember(
+        AGENT, proposal(summary="Wi-Fi guest network is called acme-visitors", retention={"expiresAt": at(30)})
+    )
+    clock.advance(days=2)
+    service.sweep()
+    assert service.store.get("acme", gone.event_id) is None
+    with pytest.raises(ForbiddenError):
+        service.restore(AGENT, gone.event_id)
+    with pytest.raises(ConflictError, match="new expiresAt"):
+        service.restore(OPERATOR, gone.event_id)
+    restored = service.restore(OPERATOR, gone.event_id, expires_at=clock.now() + timedelta(days=90))
+    assert restored.status is Status.ACTIVE and restored.summary.startswith("Wi-Fi guest network")
+    assert not service.archive.contains("acme", gone.event_id)
+    found = service.recall(AGENT, RecallRequest(query="guest wifi name", actor_id="user-1")).items
+    assert [i.episode.event_id for i in found] == [gone.event_id]
+    records, _ = service.audit(OPERATOR, event_id=gone.event_id)
+    assert [r.action for r in records] == ["episode.written", "episode.expired", "episode.restored"]
+    with pytest.raises(NotFoundError):
+        service.restore(OPERATOR, "01UNKNOWN")

@@ -1,0 +1,57 @@
+"""Lambda entry point for the timeline's DynamoDB stream.
+
+Powertools' BatchProcessor reports partial failures, so one bad record is retried (and,
+with bisect-on-error and an on-failure destination, isolated) without blocking or
+dropping the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
+
+logger = Logger(service="episodic-stream")
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+_stream_processor: TimelineStreamProcessor | None = None
+
+
+def get_stream_processor() -> TimelineStreamProcessor:
+    """The lazily built composition root (overridable with :func:`set_stream_processor`)."""
+    global _stream_processor
+    if _stream_processor is None:
+        import boto3
+
+        from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
+        from episodic.adapters.aws.s3_archive import S3ColdArchive
+        from episodic.settings import Settings
+
+        settings = Settings.from_env()
+        _stream_processor = TimelineStreamProcessor(
+            store=DynamoTimelineStore(boto3.client("dynamodb"), settings.timeline_table, settings.audit_table),
+            archive=S3ColdArchive(boto3.client("s3"), settings.archive_bucket, settings.archive_kms_key_id),
+        )
+    return _stream_processor
+
+
+def set_stream_processor(stream_processor: TimelineStreamProcessor | None) -> None:
+    global _stream_processor
+    _stream_processor = stream_processor
+
+
+def record_handler(record: DynamoDBRecord) -> str:
+    outcome = get_stream_processor().process(record)
+    logger.info("stream record", outcome=outcome, event_name=str(record.event_name), stream_event_id=record.event_id)
+    return outcome
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

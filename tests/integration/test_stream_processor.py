@@ -1,0 +1,106 @@
+"""The stream processor against S3 and DynamoDB under moto, through the Lambda handler.
+
+moto never applies TTL, so TTL removals come from the recorded events in events/streams/
+(captured from moto's stream, then given the TTL service identity). A live round trip
+checks that the recorded format is what the store really produces.
+"""
+
+import base64
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+
+from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
+from episodic.adapters.aws.s3_archive import S3ColdArchive
+from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
+from episodic.ports import AuditQuery
+from functions import stream
+from tests.support.factories import AGENT, proposal
+
+EVENTS = Path(__file__).parents[2] / "events" / "streams"
+
+
+class _Context:
+    function_name, memory_limit_in_mb, aws_request_id = "stream-test", 256, "req-1"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:stream-test"
+
+
+@pytest.fixture
+def wired(aws_resources):
+    settings = aws_resources["settings"]
+    store = DynamoTimelineStore(aws_resources["dynamodb"], settings.timeline_table, settings.audit_table)
+    archive = S3ColdArchive(aws_resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
+    stream.set_stream_processor(TimelineStreamProcessor(store=store, archive=archive))
+    yield store, archive
+    stream.set_stream_processor(None)
+
+
+def _as_lambda_json(value):
+    """Lambda receives stream records as JSON: epoch seconds and base64 binaries."""
+    return base64.b64encode(value).decode() if isinstance(value, bytes) else int(value.timestamp())
+
+
+def load(name):
+    return json.loads((EVENTS / name).read_text())
+
+
+def test_given_a_ttl_removal_when_handled_then_s3_holds_the_record_and_the_audit_says_why(wired):
+    store, archive = wired
+    response = stream.handler(load("ttl_remove.json"), _Context())
+    assert response == {"batchItemFailures": []}
+    record = archive.get("acme", "01KAZ3Q7J9X2B8M4T6V0W1Y3C5")
+    assert record["reason"] == "retention_expired"
+    assert record["episode"]["summary"] == "Customer wants invoices as PDF, in Portuguese"
+    audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
+    assert len(audit) == 1 and audit[0].detail["archiveKey"]
+    assert audit[0].principal_id == "system:dynamodb-ttl"
+    stream.handler(load("ttl_remove.json"), _Context())  # redelivery
+    assert len(store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))[0]) == 1
+
+
+def test_given_a_batch_with_a_poison_record_when_handled_then_only_it_is_reported(wired):
+    _, archive = wired
+    batch = load("mixed_batch.json")
+    response = stream.handler(batch, _Context())
+    poison = batch["Records"][1]["dynamodb"]["SequenceNumber"]
+    assert response == {"batchItemFailures": [{"itemIdentifier": poison}]}
+    assert archive.contains("acme", "01KAZ3Q7J9X2B8M4T6V0W1Y3C5")  # the TTL record after it was processed
+
+
+def test_given_a_user_erasure_when_handled_then_nothing_is_archived(wired):
+    _, archive = wired
+    assert stream.handler(load("user_remove.json"), _Context()) == {"batchItemFailures": []}
+    assert not archive.contains("acme", "01KAZ3Q7J9X2B8M4T6V0W1Y3C5")
+
+
+def test_given_live_writes_when_their_stream_records_are_handled_then_the_recorded_format_matches(
+    aws_resources, minilm, clock, wired
+):
+    from episodic.adapters.aws.bootstrap import build_aws_service
+
+    service = build_aws_service(
+        aws_resources["settings"],
+        dynamodb=aws_resources["dynamodb"],
+        s3=aws_resources["s3"],
+        embedder=minilm,
+        clock=clock,
+    )
+    service.remember(AGENT, proposal(summary="Customer asked for quarterly invoices from January"))
+    table = aws_resources["dynamodb"].describe_table(TableName=aws_resources["settings"].timeline_table)["Table"]
+    streams = boto3.client("dynamodbstreams")
+    shard = streams.describe_stream(StreamArn=table["LatestStreamArn"])["StreamDescription"]["Shards"][0]
+    iterator = streams.get_shard_iterator(
+        StreamArn=table["LatestStreamArn"], ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    live = streams.get_records(ShardIterator=iterator)["Records"]
+    recorded_insert = load("insert.json")["Records"][0]
+    live_insert = next(r for r in live if r["dynamodb"]["Keys"]["sk"]["S"] == "EPISODE")
+    optional = {"gsi3pk", "gsi3sk", "gsi5pk", "gsi5sk", "ttl"}  # project and expiry are per episode
+    assert (
+        set(live_insert["dynamodb"]["NewImage"]) - optional == set(recorded_insert["dynamodb"]["NewImage"]) - optional
+    )
+    live_insert = json.loads(json.dumps(live_insert, default=_as_lambda_json))
+    live_insert["eventSourceARN"] = recorded_insert["eventSourceARN"]
+    assert stream.handler({"Records": [live_insert]}, _Context()) == {"batchItemFailures": []}
