@@ -321,3 +321,30 @@ def test_given_an_expired_archived_episode_when_an_operator_restores_it_then_it_
     assert [r.action for r in records] == ["episode.written", "episode.expired", "episode.restored"]
     with pytest.raises(NotFoundError):
         service.restore(OPERATOR, "01UNKNOWN")
+
+
+def test_given_a_summary_touching_more_than_100_items_when_written_then_it_commits_and_cascades(service):
+    sources = [
+        service.remember(AGENT, proposal(summary=f"Nightly job {n} finished in {10 + n} minutes", actorId="ops-bot"))
+        for n in range(20)
+    ]
+    refs = [f"episode:{s.event_id}" for s in sources] + [f"episode:01ARCHIVED{n:016d}" for n in range(30)]
+    summary = service.remember(
+        AGENT,
+        proposal(
+            eventType="session_summary",
+            actorId="ops-bot",
+            summary="All twenty nightly jobs finished; the slowest took 29 minutes",
+            sourceRefs=refs,
+            sourceTrust="tool_result",
+            tags=[f"job-{n}" for n in range(32)],
+            supersedesEventIds=[s.event_id for s in sources],
+        ),
+    )
+    assert summary.decision is Decision.ALLOW  # 1 + 32 tags + 50 citations + 20 supersedes (+ audits) > 100
+    assert all(service.get(AGENT, s.event_id).status is Status.SUPERSEDED for s in sources)
+    by_tag = service.timeline(AGENT, tags=["job-31"], actor_id="ops-bot")
+    assert [e.event_id for e in by_tag.items] == [summary.event_id]
+    erased = service.erase(AGENT, sources[0].event_id)
+    assert erased["cascaded"] == [summary.event_id]
+    assert service.timeline(AGENT, tags=["job-31"], actor_id="ops-bot").items == []
