@@ -63,6 +63,23 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.settings import Settings
+
+    settings = Settings.from_env()
+    if args.data_dir:
+        settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
+    service = build_local_service(settings)
+    print(f"re-embedding episodes whose vectors are not from {service.embedder.name} ...")
+    done = service.reembed(
+        batch_size=args.batch_size, progress=lambda n: print(f"\r  {n} episodes", end="", flush=True)
+    )
+    print(f"\rdone: {done} episodes re-embedded")
+    service.store.close()  # type: ignore[attr-defined]
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from episodic.demo import run_demo
 
@@ -77,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=int(os.environ.get("EPISODIC_PORT", "8765")))
     serve.add_argument("--data-dir", default=None, help="where the database, archive and tokens live")
     serve.set_defaults(func=_serve)
+    reembed = sub.add_parser("reembed", help="give every episode a vector from the current embedding model")
+    reembed.add_argument("--data-dir", default=None)
+    reembed.add_argument("--batch-size", type=int, default=256)
+    reembed.set_defaults(func=_reembed)
     demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
     demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
     demo.set_defaults(func=_demo)

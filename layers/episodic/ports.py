@@ -195,6 +195,14 @@ class TimelineStore(Protocol):
 
     def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None: ...
 
+    def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
+        """Episodes (any tenant) whose vector is missing or came from another embedder."""
+        ...
+
+    def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
+        """Replace these episodes' vectors, recording which embedder made them."""
+        ...
+
     def compact_after_erasure(self) -> None:
         """Make sure erased bytes do not linger (free pages, logs) where the backend allows it."""
         ...
@@ -204,10 +212,16 @@ class RecallIndex(Protocol):
     """A projection of the timeline for recall: returns scoped candidates with raw signals."""
 
     def candidates(
-        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+        self,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None = None,
     ) -> list[Candidate]:
         """Only episodes inside ``scope``. With a query: the best ``pool_size`` by BM25 and by
-        cosine. Without: the newest ``pool_size``."""
+        cosine, comparing the query vector only with vectors made by ``embedder`` (the model
+        that made the query vector). Without a query: the newest ``pool_size``."""
         ...
 
 

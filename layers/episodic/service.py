@@ -465,7 +465,7 @@ class MemoryService:
         query = (request.query or "").strip() or None
         vector = self.embedder.embed([query])[0] if query else None
         pool = max(self.settings.recall_pool_size, request.limit)
-        candidates = self.index.candidates(scope, query, vector, pool)
+        candidates = self.index.candidates(scope, query, vector, pool, embedder=self.embedder.name)
         episodes = self.store.get_many(caller.tenant_id, [c.event_id for c in candidates])
         # The index is a projection: re-check the scope against the source of truth.
         episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
@@ -716,6 +716,21 @@ class MemoryService:
             "embedder": self.embedder.name,
             "deploymentWritesDisabled": self.settings.writes_disabled,
         }
+
+    def reembed(self, batch_size: int = 256, progress: Any = None) -> int:
+        """Give every episode a vector from the current embedder (after a model change).
+
+        Until then such episodes take part in recall by BM25 only: vectors of two models
+        are never compared. ``progress(done)`` is called after each batch.
+        """
+        done = 0
+        while batch := self.store.stale_vectors(self.embedder.name, batch_size):
+            vectors = self.embedder.embed([e.search_text() for e in batch])
+            self.store.set_vectors(list(zip(batch, vectors, strict=True)), self.embedder.name)
+            done += len(batch)
+            if progress is not None:
+                progress(done)
+        return done
 
     def sweep(self, limit: int = 500) -> SweepReport:
         """Forget what retention says must go, and time out stale reviews (default: deny).

@@ -348,3 +348,26 @@ def test_given_a_summary_touching_more_than_100_items_when_written_then_it_commi
     erased = service.erase(AGENT, sources[0].event_id)
     assert erased["cascaded"] == [summary.event_id]
     assert service.timeline(AGENT, tags=["job-31"], actor_id="ops-bot").items == []
+
+
+class RenamedEmbedder:
+    """The real model under a new identity, as after a model upgrade (delegates every call)."""
+
+    def __init__(self, real, name):
+        self.real, self.name, self.dimension = real, name, real.dimension
+
+    def embed(self, texts):
+        return self.real.embed(texts)
+
+
+def test_given_a_new_embedder_when_recalling_then_old_vectors_are_not_mixed_until_reembedded(service):
+    written = service.remember(AGENT, proposal(summary="The customer wants a callback on Thursday afternoon"))
+    service.embedder = RenamedEmbedder(service.embedder, "upgraded-model")
+    before = service.recall(AGENT, RecallRequest(query="phone the client back later this week", actor_id="user-1"))
+    assert all(item.components.semantic == 0 for item in before.items)
+    progress = []
+    assert service.reembed(batch_size=10, progress=progress.append) == 1 and progress == [1]
+    assert service.store.stale_vectors("upgraded-model", 10) == []
+    after = service.recall(AGENT, RecallRequest(query="phone the client back later this week", actor_id="user-1"))
+    assert [i.episode.event_id for i in after.items] == [written.event_id]
+    assert after.items[0].components.semantic > 0.3

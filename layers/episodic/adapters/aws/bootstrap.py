@@ -29,7 +29,7 @@ def build_aws_service(
     store = DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
     return MemoryService(
         store=store,
-        index=DynamoScopedIndex(store, max_scope=settings.max_scope),
+        index=DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name),
         archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),
         embedder=embedder,
         notifier=LogReviewNotifier(),

@@ -38,6 +38,7 @@ from episodic.ports import (
     NewEpisode,
     Scope,
     TimelineQuery,
+    Vector,
 )
 
 MAX_TRANSACTION_ITEMS = 100
@@ -337,6 +338,42 @@ class DynamoTimelineStore:
                 self._audit_put(audit),
             ]
         )
+
+    def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
+        """A maintenance scan (not a tenant read path): episode items whose vector is missing or
+        was made by another embedder."""
+        paginator = self.client.get_paginator("scan")
+        pages = paginator.paginate(
+            TableName=self.table,
+            FilterExpression="sk = :episode AND (attribute_not_exists(vec) OR embedder <> :e)",
+            ExpressionAttributeValues=_item({":episode": "EPISODE", ":e": embedder}),
+        )
+        found: list[Episode] = []
+        for page in pages:
+            for item in page.get("Items", []):
+                found.append(_episode(item))
+                if len(found) == limit:
+                    return found
+        return found
+
+    def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
+        import numpy as np
+
+        for episode, vector in vectors:
+            try:
+                self.client.update_item(
+                    TableName=self.table,
+                    Key=_item({"pk": t.episode_pk(episode.tenant_id, episode.event_id), "sk": "EPISODE"}),
+                    UpdateExpression="SET vec = :v, embedder = :e",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues={
+                        ":v": {"B": np.asarray(vector, dtype=np.float32).tobytes()},
+                        ":e": {"S": embedder},
+                    },
+                )
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise StorageError("could not store a re-embedded vector") from exc
 
     def compact_after_erasure(self) -> None:
         """Nothing to scrub: DynamoDB has no free pages or logs we control. Point-in-time

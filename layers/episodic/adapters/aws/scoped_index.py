@@ -26,14 +26,21 @@ from episodic.ranking import Candidate
 class DynamoScopedIndex:
     """:class:`~episodic.ports.RecallIndex` over :class:`DynamoTimelineStore`."""
 
-    def __init__(self, store: DynamoTimelineStore, max_scope: int = 20_000) -> None:
+    def __init__(self, store: DynamoTimelineStore, max_scope: int = 20_000, embedder: str | None = None) -> None:
         self.store = store
+        self.embedder = embedder
         self.max_scope = max_scope
         self._stemmer = Stemmer.Stemmer("english")
 
     def candidates(
-        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+        self,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None = None,
     ) -> list[Candidate]:
+        embedder = embedder or self.embedder
         if query_text is None and query_vector is None:
             newest = []
             for _, _, episode in self.store.iter_scope(scope, newest_first=True):
@@ -53,7 +60,8 @@ class DynamoScopedIndex:
                 )
             ids.append(episode.event_id)
             texts.append(episode.search_text())
-            vectors.append(item["vec"]["B"] if "vec" in item else None)
+            same_model = "vec" in item and item.get("embedder", {}).get("S") == embedder
+            vectors.append(item["vec"]["B"] if same_model else None)  # never compare two models' vectors
         if not ids:
             return []
 

@@ -17,12 +17,13 @@ def build_local_service(
     data_dir = settings.data_dir.expanduser().resolve()
     if not data_dir.exists():
         data_dir.mkdir(parents=True, mode=0o700)  # memories are private: owner-only from the start
-    store = SqliteStore(data_dir / "episodic.db")
+    embedder = embedder or MiniLMEmbedder()
+    store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
     return MemoryService(
         store=store,
         index=store,
         archive=FolderArchive(data_dir / "archive"),
-        embedder=embedder or MiniLMEmbedder(),
+        embedder=embedder,
         notifier=LogReviewNotifier(),
         settings=settings,
         clock=clock,

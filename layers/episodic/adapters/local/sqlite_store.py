@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.local.vectors import DEFAULT_ANN_THRESHOLD, VectorSearch
 from episodic.errors import ConflictError, InvalidRequestError, StorageError
 from episodic.model import AuditRecord, Episode, Review, Status
 from episodic.ports import AuditQuery, Changes, IdempotencyRecord, Scope, TimelineQuery, Vector
@@ -134,8 +135,14 @@ def fts_query(text: str) -> str | None:
 class SqliteStore:
     """Timeline store, audit log and recall index in one SQLite file."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(
+        self, path: Path | str, embedder: str | None = None, ann_threshold: int = DEFAULT_ANN_THRESHOLD
+    ) -> None:
+        """``embedder`` names the model whose vectors recall compares with a query's: episodes
+        embedded by another model take part by BM25 only until they are re-embedded."""
         self.path = Path(path)
+        self.embedder = embedder
+        self.vectors = VectorSearch(ann_threshold=ann_threshold)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -333,6 +340,21 @@ class SqliteStore:
             )
             self._append_audit(conn, audit)
 
+    def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
+        rows = self._conn().execute(
+            "SELECT doc FROM episodes WHERE embedder IS NOT ? OR vector IS NULL ORDER BY rowid LIMIT ?",
+            (embedder, limit),
+        )
+        return [Episode.model_validate_json(r[0]) for r in rows]
+
+    def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE episodes SET vector = ?, embedder = ? WHERE tenant_id = ? AND event_id = ?",
+                [(np.asarray(v, dtype=np.float32).tobytes(), embedder, ep.tenant_id, ep.event_id) for ep, v in vectors],
+            )
+        self.vectors.invalidate()  # rows changed in place: the rowid watermark cannot see that
+
     def compact_after_erasure(self) -> None:
         with self._write_lock:
             conn = self._conn()
@@ -417,8 +439,14 @@ class SqliteStore:
         return [Episode.model_validate_json(r[2]) for r in rows], cursor
 
     def candidates(
-        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+        self,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None = None,
     ) -> list[Candidate]:
+        embedder = embedder or self.embedder
         where, params = self._scope_sql(scope)
         conn = self._conn()
         if query_text is None and query_vector is None:
@@ -440,16 +468,14 @@ class SqliteStore:
             lexical = {event_id: float(score) for event_id, score in rows}
 
         semantic: dict[str, float] = {}
-        if query_vector is not None:
-            rows = conn.execute(
-                f"SELECT e.event_id, e.vector FROM episodes e WHERE {where} AND e.vector IS NOT NULL", params
-            ).fetchall()
+        if query_vector is not None and embedder is not None:
+            rows = conn.execute(f"SELECT e.rowid, e.event_id FROM episodes e WHERE {where}", params).fetchall()
             if rows:
-                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                by_rowid = dict(rows)
+                rowids = np.fromiter(by_rowid, dtype=np.int64, count=len(by_rowid))
                 query = np.asarray(query_vector, dtype=np.float32)
-                sims = matrix @ query
-                top = np.argsort(-sims)[:pool_size] if len(rows) > pool_size else np.arange(len(rows))
-                semantic = {rows[i][0]: float(sims[i]) for i in top}
+                top, sims, _ = self.vectors.search(conn, scope.tenant_id, embedder, rowids, query, pool_size)
+                semantic = {by_rowid[int(r)]: float(v) for r, v in zip(top, sims, strict=True)}
 
         ids = list(dict.fromkeys([*semantic, *lexical]))
         return [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
