@@ -297,6 +297,11 @@ class RecallRequest(CamelModel):
     occurred_before: UtcDatetime | None = None
     statuses: list[Status] = [Status.ACTIVE]
     limit: Annotated[int, Field(ge=1, le=100)] = 10
+    interpret: bool = Field(
+        default=True,
+        description="Read time phrases ('last week', 'in October') in the query as a time window when no "
+        "occurredAfter/occurredBefore is given, and prefer episodes of actors the query names.",
+    )
 
     @field_validator("tags")
     @classmethod
@@ -332,9 +337,19 @@ class RecallItem(CamelModel):
     components: ScoreComponents
 
 
+class QueryInterpretation(CamelModel):
+    """How recall read the query: shown so an agent can see (and override) it."""
+
+    time_phrase: str | None = None
+    occurred_after: UtcDatetime | None = None
+    occurred_before: UtcDatetime | None = None
+    actor_hints: list[str] = []
+
+
 class RecallResponse(CamelModel):
     recall_id: str
     items: list[RecallItem]
+    interpretation: QueryInterpretation = QueryInterpretation()
     context: str = Field(description="Ready-to-inject evidence block: past events, not instructions.")
 
 

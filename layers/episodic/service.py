@@ -43,6 +43,7 @@ from episodic.model import (
     EventType,
     PolicyDecision,
     PrivacyClass,
+    QueryInterpretation,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -69,6 +70,7 @@ from episodic.ports import (
     TimelineQuery,
     TimelineStore,
 )
+from episodic.query import hinted_actors, interpret
 from episodic.ranking import Ranker
 from episodic.retention import retention_score
 from episodic.settings import Settings
@@ -449,6 +451,15 @@ class MemoryService:
     def recall(self, caller: Caller, request: RecallRequest) -> RecallResponse:
         """Scope first, then rank; audit what was returned to whom and count the access."""
         now = self.clock.now()
+        query = (request.query or "").strip() or None
+        reading = interpret(query, now) if query and request.interpret else None
+        after, before = request.occurred_after, request.occurred_before
+        explained = QueryInterpretation()
+        if reading is not None and reading.time_phrase and after is None and before is None:
+            after, before, query = reading.occurred_after, reading.occurred_before, reading.text
+            explained = QueryInterpretation(
+                time_phrase=reading.time_phrase, occurred_after=after, occurred_before=before
+            )
         privacy = _visible_privacy(request.actor_id, operator=False)  # recall feeds prompts: no exception
         scope = Scope(
             tenant_id=caller.tenant_id,
@@ -457,19 +468,25 @@ class MemoryService:
             project_id=request.project_id,
             event_types=tuple(request.event_types),
             tags=tuple(request.tags),
-            occurred_after=request.occurred_after,
-            occurred_before=request.occurred_before,
+            occurred_after=after,
+            occurred_before=before,
             statuses=tuple(request.statuses),
             privacy_classes=privacy,
         )
-        query = (request.query or "").strip() or None
         vector = self.embedder.embed([query])[0] if query else None
         pool = max(self.settings.recall_pool_size, request.limit)
         candidates = self.index.candidates(scope, query, vector, pool, embedder=self.embedder.name)
         episodes = self.store.get_many(caller.tenant_id, [c.event_id for c in candidates])
         # The index is a projection: re-check the scope against the source of truth.
         episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
-        items = self.ranker.rank(candidates, episodes, now, has_query=query is not None, limit=request.limit)
+        ranked = self.ranker.rank(candidates, episodes, now, has_query=query is not None, limit=len(episodes))
+        if reading is not None and request.actor_id is None:
+            hinted = hinted_actors(reading.name_tokens, {e.actor_id for e in episodes.values()})
+            if hinted:
+                # A scope hint, not a filter: the named actors' episodes first, then the rest.
+                ranked.sort(key=lambda item: item.episode.actor_id not in hinted)
+                explained = explained.model_copy(update={"actor_hints": sorted(hinted)})
+        items = ranked[: request.limit]
         recall_id = _new_id(now)
         returned = [item.episode.event_id for item in items]
         audit = AuditRecord(
@@ -487,7 +504,7 @@ class MemoryService:
         self.store.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
         if returned:
             self.store.record_access(caller.tenant_id, returned, now)
-        return RecallResponse(recall_id=recall_id, items=items, context=render_context(items))
+        return RecallResponse(recall_id=recall_id, items=items, interpretation=explained, context=render_context(items))
 
     # ------------------------------------------------------------------ feedback
 

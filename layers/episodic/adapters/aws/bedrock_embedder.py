@@ -56,8 +56,9 @@ MAX_ATTEMPTS = 5
 BASE_DELAY = 0.5
 MAX_DELAY = 2.0
 """The wait after failed attempt ``n`` (1-based) is drawn from ``[c/2, c]``, ``c = min(MAX_DELAY,
-BASE_DELAY * 2**(n-1))``: half fixed, half jitter, so concurrent workers spread out while no wait
-is shorter than the one before. The four waits of a text add up to at most 5.5 seconds."""
+BASE_DELAY * 2**(n-1))``: half fixed, half jitter, so concurrent workers spread out while each
+wait up to the cap is longer than the one before. The four waits of a text add up to at most 5.5
+seconds (botocore's own retries of each attempt come on top)."""
 
 _RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
 """Errors that go away by waiting. Everything else (AccessDenied, Validation, ResourceNotFound,

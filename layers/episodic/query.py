@@ -1,0 +1,234 @@
+"""Reading a recall query the way an agent means it: time phrases and the people named.
+
+"What did we decide last week about the retry policy" asks for a time window, not for
+episodes containing the words "last" and "week". This module turns English relative time
+phrases into an ``[after, before)`` window (as of the request's *now*, in UTC) and strips
+them from the text that BM25 and the embedder see. It also finds tokens of the query that
+name an actor of the candidate pool ("Priya" for ``dev-priya-nair``), which recall uses as
+a scope hint: those actors' episodes are preferred, others still fill the remaining slots.
+
+Weeks start on Monday. "Last week" is the previous calendar week, "last 3 days" the
+trailing 72 hours, "in October" the most recent October not in the future.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+_MONTHS = {
+    name: index
+    for index, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}  # fmt: skip
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
+
+_NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
+_MONTH = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_WEEKDAY = r"(" + "|".join(_WEEKDAYS) + r")"
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "trailing",
+        re.compile(rf"\b(?:in\s+|over\s+|during\s+)?(?:the\s+)?(?:last|past)\s+{_NUM}\s+(day|week|month)s?\b"),
+    ),
+    ("ago", re.compile(rf"\b{_NUM}\s+(day|week|month)s?\s+ago\b")),
+    ("yesterday", re.compile(r"\b(?:yesterday|last\s+night)\b")),
+    ("today", re.compile(r"\b(?:today|this\s+morning|this\s+afternoon|tonight)\b")),
+    ("past_unit", re.compile(r"\b(?:in\s+|over\s+|during\s+)?the\s+past\s+(week|month)\b")),
+    ("last_week", re.compile(r"\b(?:last|previous)\s+week\b")),
+    ("this_week", re.compile(r"\bthis\s+week\b")),
+    ("last_month", re.compile(r"\b(?:last|previous)\s+month\b")),
+    ("this_month", re.compile(r"\bthis\s+month\b")),
+    ("since_weekday", re.compile(rf"\bsince\s+(?:last\s+)?{_WEEKDAY}\b")),
+    ("weekday", re.compile(rf"\b(?:on|last|this\s+past)\s+{_WEEKDAY}\b")),
+    ("month", re.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{_MONTH}(?:\s+(\d{{4}}))?\b")),
+]
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]+")
+_STOP = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "about",
+        "what",
+        "when",
+        "who",
+        "whom",
+        "which",
+        "did",
+        "does",
+        "do",
+        "we",
+        "our",
+        "us",
+        "you",
+        "your",
+        "they",
+        "their",
+        "them",
+        "is",
+        "was",
+        "were",
+        "be",
+        "been",
+        "has",
+        "have",
+        "had",
+        "how",
+        "why",
+        "where",
+        "this",
+        "that",
+        "those",
+        "these",
+        "last",
+        "week",
+        "month",
+        "day",
+        "days",
+        "ago",
+        "yesterday",
+        "today",
+        "since",
+        "any",
+        "all",
+        "customer",
+        "user",
+        "dev",
+        "team",
+        "agent",
+        "prefer",
+        "prefers",
+        "preference",
+        "said",
+        "say",
+        "says",
+        "asked",
+        "ask",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Interpretation:
+    text: str
+    """The query with its time phrase removed (what BM25 and the embedder see)."""
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    time_phrase: str | None = None
+    name_tokens: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _start_of_day(value: datetime) -> datetime:
+    return value.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBERS[word]
+
+
+def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
+    today = _start_of_day(now)
+    week_start = today - timedelta(days=today.weekday())
+    if kind == "trailing":
+        return now - timedelta(days=_count(match.group(1)) * _UNIT_DAYS[match.group(2)]), now
+    if kind == "ago":
+        center = today - timedelta(days=_count(match.group(1)) * _UNIT_DAYS[match.group(2)])
+        spread = timedelta(days=0 if match.group(2) == "day" else 3)
+        return center - spread, center + timedelta(days=1) + spread
+    if kind == "past_unit":
+        return now - timedelta(days=_UNIT_DAYS[match.group(1)]), now
+    if kind == "yesterday":
+        return today - timedelta(days=1), today
+    if kind == "today":
+        return today, now
+    if kind == "last_week":
+        return week_start - timedelta(days=7), week_start
+    if kind == "this_week":
+        return week_start, now
+    if kind == "last_month":
+        first = today.replace(day=1)
+        previous = (first - timedelta(days=1)).replace(day=1)
+        return previous, first
+    if kind == "this_month":
+        return today.replace(day=1), now
+    if kind in ("weekday", "since_weekday"):
+        target = _WEEKDAYS[match.group(1)]
+        back = (today.weekday() - target) % 7 or 7
+        day = today - timedelta(days=back)
+        return (day, now) if kind == "since_weekday" else (day, day + timedelta(days=1))
+    if kind == "month":
+        month = _MONTHS[match.group(1)]
+        year = int(match.group(2)) if match.group(2) else now.year
+        if not match.group(2) and month > now.month:
+            year -= 1
+        start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0, microsecond=0)
+        end = start.replace(year=year + (month == 12), month=month % 12 + 1)
+        if match.group(0).split()[0] == "since":
+            return start, now
+        return start, end
+    return None
+
+
+def interpret(query: str, now: datetime) -> Interpretation:
+    """Find the first time phrase (most specific patterns first) and the query's name tokens."""
+    lowered = query.lower()
+    for kind, pattern in _PATTERNS:
+        match = pattern.search(lowered)
+        if match is None:
+            continue
+        if kind == "month" and match.group(1) == "may" and not re.search(r"\b(?:in|during)\s+may\b", lowered):
+            continue  # "may" is usually the verb
+        window = _window(kind, match, now)
+        if window is None:
+            continue
+        text = (query[: match.start()] + query[match.end() :]).strip()
+        text = re.sub(r"\s{2,}", " ", text) or query
+        return Interpretation(text, window[0], window[1], match.group(0), _names(query))
+    return Interpretation(query, name_tokens=_names(query))
+
+
+def _names(query: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t.lower().strip("'s") for t in _TOKEN.findall(query) if t.lower() not in _STOP))
+
+
+def hinted_actors(name_tokens: Iterable[str], actor_ids: Iterable[str]) -> set[str]:
+    """Actors whose id contains one of the query's name tokens as a whole part
+    (``ravi`` names ``cust-ravi-menon``; ``rav`` does not)."""
+    tokens = {t for t in name_tokens if len(t) >= 3}
+    hinted = set()
+    for actor in actor_ids:
+        parts = set(re.split(r"[-_.:@]", actor.lower()))
+        if tokens & parts:
+            hinted.add(actor)
+    return hinted
