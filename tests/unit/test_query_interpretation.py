@@ -14,7 +14,7 @@ def d(day, month=11, hour=0):
 @pytest.mark.parametrize(
     ("query", "after", "before", "text"),
     [
-        ("what did we decide last week about the retry policy", d(16), d(23), "what did we decide about the retry policy"),
+        ("what did we decide last week about retries", d(16), d(23), "what did we decide about retries"),
         ("which deploys failed yesterday?", d(28), d(29), "which deploys failed ?"),
         ("incidents in the last 3 days", datetime(2026, 11, 26, 12, tzinfo=UTC), NOW, "incidents"),
         ("what did Ravi complain about in October", d(1, 10), d(1, 11), "what did Ravi complain about"),

@@ -12,7 +12,8 @@ the occurrence window and retention (``expiresAt`` missing or still in the futur
 k-NN query carries it *inside* the ``knn`` clause (faiss efficient filtering, OpenSearch
 2.9+), so the engine returns the ``k`` nearest episodes of the scope, never a post-filtered
 remainder of a global top ``k``. The k-NN filter also requires ``embedder`` = this index's
-embedder, so vectors of another model are never compared with the query's. The lexical
+embedder, so vectors of another model are never compared with the query's (a query vector
+made by another model skips the k-NN search altogether). The lexical
 query and the no-query listing use the scope filter without that term: an episode indexed
 without a vector (or with another model's) stays findable by its text and by time.
 
@@ -361,9 +362,18 @@ class OpenSearchRecallIndex:
         return clauses
 
     def candidates(
-        self, scope: Scope, query_text: str | None, query_vector: Vector | None, pool_size: int
+        self,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None = None,
     ) -> list[Candidate]:
-        """Scoped candidates with raw signals (BM25 score, cosine); ranking is the service's."""
+        """Scoped candidates with raw signals (BM25 score, cosine); ranking is the service's.
+
+        ``embedder`` names the model that made ``query_vector``. This index holds vectors of
+        one model only; a query vector from another one is not compared with them (the
+        k-NN search is left out and every candidate's ``semantic`` is 0)."""
         filters = self.scope_filter(scope)
         if pool_size < 1:
             raise InvalidRequestError("pool_size must be at least 1")
@@ -373,7 +383,9 @@ class OpenSearchRecallIndex:
 
         searches: list[str] = []
         body: list[dict[str, Any]] = []
-        if query_vector is not None:
+        if query_vector is not None and embedder not in (None, self.embedder):
+            logger.warning("query vector of embedder %s not compared with %s vectors", embedder, self.embedder)
+        elif query_vector is not None:
             if len(query_vector) != self.dimension:
                 raise EpisodicError(
                     f"the query vector has {len(query_vector)} dimensions; the recall index holds {self.dimension}"
@@ -406,6 +418,8 @@ class OpenSearchRecallIndex:
                     "query": {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}},
                 },
             ]
+        if not searches:
+            return []
         with _storage_errors("recall"):
             response = self.client.msearch(index=self.index, body=body)
 

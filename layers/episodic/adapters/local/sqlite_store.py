@@ -62,6 +62,11 @@ CREATE INDEX IF NOT EXISTS episodes_by_actor ON episodes (tenant_id, actor_id, o
 CREATE INDEX IF NOT EXISTS episodes_by_type ON episodes (tenant_id, event_type, occurred_at);
 CREATE INDEX IF NOT EXISTS episodes_by_project ON episodes (tenant_id, project_id, occurred_at);
 CREATE INDEX IF NOT EXISTS episodes_by_expiry ON episodes (expires_at) WHERE expires_at IS NOT NULL;
+-- Covering indexes for recall's scope query, so admitting a large scope reads no table rows.
+CREATE INDEX IF NOT EXISTS episodes_scope_actor
+    ON episodes (tenant_id, actor_id, status, privacy_class, expires_at, occurred_at);
+CREATE INDEX IF NOT EXISTS episodes_scope_tenant
+    ON episodes (tenant_id, status, privacy_class, expires_at, occurred_at);
 CREATE TABLE IF NOT EXISTS episode_tags (
     tenant_id TEXT NOT NULL, tag TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, tag, episode_rowid)
@@ -469,13 +474,15 @@ class SqliteStore:
 
         semantic: dict[str, float] = {}
         if query_vector is not None and embedder is not None:
-            rows = conn.execute(f"SELECT e.rowid, e.event_id FROM episodes e WHERE {where}", params).fetchall()
-            if rows:
-                by_rowid = dict(rows)
-                rowids = np.fromiter(by_rowid, dtype=np.int64, count=len(by_rowid))
+            cursor = conn.execute(f"SELECT e.rowid FROM episodes e WHERE {where}", params)
+            rowids = np.fromiter((r[0] for r in cursor), dtype=np.int64)
+            if len(rowids):
                 query = np.asarray(query_vector, dtype=np.float32)
                 top, sims, _ = self.vectors.search(conn, scope.tenant_id, embedder, rowids, query, pool_size)
-                semantic = {by_rowid[int(r)]: float(v) for r, v in zip(top, sims, strict=True)}
+                marks = ",".join("?" * len(top))
+                named = conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", top.tolist())
+                names = dict(named.fetchall())
+                semantic = {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
 
         ids = list(dict.fromkeys([*semantic, *lexical]))
         return [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
