@@ -57,13 +57,19 @@ def get_service() -> MemoryService:
     """The lazily built composition root (overridable with :func:`set_service`)."""
     global _service
     if _service is None:
-        backend = os.environ.get("EPISODIC_BACKEND", "local")
-        if backend != "local":
-            raise RuntimeError(f"unknown EPISODIC_BACKEND {backend!r}; only 'local' is available")
-        from episodic.adapters.local.bootstrap import build_local_service
         from episodic.settings import Settings
 
-        _service = build_local_service(Settings.from_env())
+        backend = os.environ.get("EPISODIC_BACKEND", "local")
+        if backend == "aws":
+            from episodic.adapters.aws.bootstrap import service_from_settings
+
+            _service = service_from_settings(Settings.from_env())
+        elif backend == "local":
+            from episodic.adapters.local.bootstrap import build_local_service
+
+            _service = build_local_service(Settings.from_env())
+        else:
+            raise RuntimeError(f"unknown EPISODIC_BACKEND {backend!r}: use 'local' or 'aws'")
     return _service
 
 

@@ -29,6 +29,7 @@ def get_stream_processor() -> TimelineStreamProcessor:
     if _stream_processor is None:
         import boto3
 
+        from episodic.adapters.aws.bootstrap import opensearch_index
         from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
         from episodic.adapters.aws.s3_archive import S3ColdArchive
         from episodic.settings import Settings
@@ -37,6 +38,7 @@ def get_stream_processor() -> TimelineStreamProcessor:
         _stream_processor = TimelineStreamProcessor(
             store=DynamoTimelineStore(boto3.client("dynamodb"), settings.timeline_table, settings.audit_table),
             archive=S3ColdArchive(boto3.client("s3"), settings.archive_bucket, settings.archive_kms_key_id),
+            projection=opensearch_index(settings),
         )
     return _stream_processor
 

@@ -27,13 +27,19 @@ class Settings(BaseModel):
     min_relevance: float = Field(default=0.2, ge=0, le=1)
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     tag_weights: dict[str, float] = Field(default_factory=dict)
-    embedder: str = Field(default="minilm", pattern="^(minilm)$")
+    embedder: str = Field(default="minilm", pattern="^(minilm|titan)$")
+    titan_model_id: str = "amazon.titan-embed-text-v2:0"
+    titan_dimensions: int = Field(default=1024, description="256, 512 or 1024")
     # The AWS backend (EPISODIC_BACKEND=aws): resource names come from the deployment.
     timeline_table: str = "episodic-timeline"
     audit_table: str = "episodic-audit"
     archive_bucket: str = "episodic-archive"
     archive_kms_key_id: str | None = None
     max_scope: int = Field(default=20_000, ge=100, description="Largest scope the DynamoDB-only recall ranks")
+    opensearch_endpoint: str | None = Field(default=None, description="Recall through OpenSearch when set")
+    opensearch_index: str = "episodic-recall"
+    opensearch_service: str = Field(default="es", pattern="^(es|aoss)$")
+    aws_region: str | None = None
 
     def ranking_weights(self) -> RankingWeights:
         return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance)

@@ -24,7 +24,7 @@ class RecordingProjectionTestDouble:
     def __init__(self):
         self.upserts, self.removals = [], []
 
-    def upsert(self, episode, vector):
+    def upsert(self, episode, vector, embedder=None):
         self.upserts.append((episode, vector))
 
     def remove(self, tenant_id, event_id):

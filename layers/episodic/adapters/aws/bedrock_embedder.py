@@ -74,6 +74,12 @@ class EmbeddingError(StorageError):
     code = "embedding_unavailable"
 
 
+def titan_name(model_id: str, dimensions: int, normalize: bool = True) -> str:
+    """The identity stored with every Titan vector. Unnormalised vectors are not comparable
+    with normalised ones, so they get an identity of their own."""
+    return f"{model_id}/{dimensions}" + ("" if normalize else "/raw")
+
+
 class TitanEmbedder:
     """The :class:`~episodic.ports.Embedder` port on Titan Text Embeddings V2.
 
@@ -115,7 +121,7 @@ class TitanEmbedder:
 
     @property
     def name(self) -> str:
-        return f"{self._model_id}/{self._dimensions}"
+        return titan_name(self._model_id, self._dimensions, self._normalize)
 
     @property
     def dimension(self) -> int:

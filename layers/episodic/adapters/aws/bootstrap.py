@@ -1,8 +1,9 @@
-"""The AWS composition root: the service wired to DynamoDB, S3 and the given embedder.
+"""The AWS composition root: the service wired to DynamoDB, S3, OpenSearch and Bedrock.
 
-Clients are passed in (tests give clients inside ``moto.mock_aws``; Lambda gives clients
-built once per container). Reviews are announced on the log until the Step Functions
-review workflow replaces the notifier (workflows issue).
+Clients are passed in (tests give clients inside ``moto.mock_aws``; Lambda builds them once
+per container with :func:`clients_from_settings`). Recall goes through OpenSearch when an
+endpoint is configured, else through the DynamoDB-only scoped index. Reviews are announced
+on the log until the Step Functions review workflow replaces the notifier (workflows issue).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.adapters.aws.s3_archive import S3ColdArchive
 from episodic.adapters.aws.scoped_index import DynamoScopedIndex
 from episodic.adapters.local.notifier import LogReviewNotifier
-from episodic.ports import Clock, Embedder
+from episodic.ports import Clock, Embedder, RecallIndex
 from episodic.service import MemoryService
 from episodic.settings import Settings
 
@@ -24,16 +25,76 @@ def build_aws_service(
     dynamodb: Any,
     s3: Any,
     embedder: Embedder,
+    index: RecallIndex | None = None,
     clock: Clock | None = None,
 ) -> MemoryService:
     store = DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
     return MemoryService(
         store=store,
-        index=DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name),
+        index=index or DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name),
         archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),
         embedder=embedder,
         notifier=LogReviewNotifier(),
         settings=settings,
         clock=clock,
-        backend="aws-dynamodb",
+        backend="aws-dynamodb" + ("+opensearch" if index is not None else ""),
+    )
+
+
+def titan_embedder(settings: Settings) -> Embedder:
+    """Bedrock Titan V2 with adaptive client-side retries (throttling is common under bursts)."""
+    import boto3
+    from botocore.config import Config
+
+    from episodic.adapters.aws.bedrock_embedder import TitanEmbedder
+
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name=settings.aws_region,
+        config=Config(retries={"mode": "adaptive", "max_attempts": 8}),
+    )
+    return TitanEmbedder(client, model_id=settings.titan_model_id, dimensions=settings.titan_dimensions)
+
+
+def embedder_identity(settings: Settings) -> tuple[str, int]:
+    """The configured embedder's name and dimension, without loading the model."""
+    if settings.embedder == "titan":
+        from episodic.adapters.aws.bedrock_embedder import titan_name
+
+        return titan_name(settings.titan_model_id, settings.titan_dimensions), settings.titan_dimensions
+    from episodic.adapters.local.embedder import DIMENSION, MODEL_NAME
+
+    return MODEL_NAME, DIMENSION
+
+
+def opensearch_index(settings: Settings) -> Any:
+    """The OpenSearch recall index (also the stream's projection), or None without an endpoint."""
+    if not settings.opensearch_endpoint:
+        return None
+    import boto3
+
+    from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex, client_for
+
+    region = settings.aws_region or boto3.session.Session().region_name or "us-east-1"
+    client = client_for(settings.opensearch_endpoint, region, settings.opensearch_service)
+    name, dimension = embedder_identity(settings)
+    return OpenSearchRecallIndex(client, settings.opensearch_index, dimension, name)
+
+
+def service_from_settings(settings: Settings) -> MemoryService:
+    """What a Lambda function builds once per container when ``EPISODIC_BACKEND=aws``."""
+    import boto3
+
+    if settings.embedder == "titan":
+        embedder = titan_embedder(settings)
+    else:
+        from episodic.adapters.local.embedder import MiniLMEmbedder
+
+        embedder = MiniLMEmbedder()
+    return build_aws_service(
+        settings,
+        dynamodb=boto3.client("dynamodb", region_name=settings.aws_region),
+        s3=boto3.client("s3", region_name=settings.aws_region),
+        embedder=embedder,
+        index=opensearch_index(settings),
     )

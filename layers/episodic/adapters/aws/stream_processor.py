@@ -42,7 +42,7 @@ logger = Logger(service="episodic-stream")
 class RecallProjection(Protocol):
     """A search index fed from the timeline (the OpenSearch adapter implements it)."""
 
-    def upsert(self, episode: Episode, vector: Vector | None) -> None: ...
+    def upsert(self, episode: Episode, vector: Vector | None, embedder: str | None = None) -> None: ...
 
     def remove(self, tenant_id: str, event_id: str) -> None: ...
 
@@ -106,9 +106,10 @@ class TimelineStreamProcessor:
             if self.projection is not None:
                 import numpy as np
 
-                raw = _vector_of(stream.new_image or {})
+                image = stream.new_image or {}
+                raw = _vector_of(image)
                 vector = None if raw is None else np.frombuffer(raw, dtype=np.float32).tolist()
-                self.projection.upsert(episode, vector)
+                self.projection.upsert(episode, vector, embedder=image.get("embedder"))
             return "indexed"
         if name == "REMOVE":
             episode = _episode_of(stream.old_image)
