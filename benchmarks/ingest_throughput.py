@@ -1,0 +1,78 @@
+"""Write throughput through policy, embedding and SQLite, against the embedder alone.
+
+In one process, with the real all-MiniLM-L6-v2 model:
+* the model's own batch throughput (texts/s for one ``embed`` call of N texts);
+* ``remember_batch`` in batches of 100 (policy + one embedding batch + one transaction per item);
+* ``remember`` one at a time (the per-item path, for contrast).
+The ratio says how close ingest gets to the model's bound.
+
+    .venv/bin/python benchmarks/ingest_throughput.py --episodes 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from episodic.adapters.local.bootstrap import build_local_service
+from episodic.adapters.local.embedder import MiniLMEmbedder
+from episodic.model import Caller, EpisodeProposal, Role
+from episodic.settings import Settings
+
+TOPICS = ["invoice", "deploy", "refund", "login", "latency", "export", "webhook", "quota", "schema", "backup"]
+
+
+def proposals(count: int, salt: str) -> list[EpisodeProposal]:
+    return [
+        EpisodeProposal.model_validate(
+            {
+                "eventType": "tool_observed_event",
+                "actorId": f"actor-{n % 40}",
+                "occurredAt": "2026-11-28T10:00:00Z",
+                "summary": f"The {TOPICS[n % 10]} job {salt}-{n} finished in {n % 97} seconds on node {n % 13}",
+                "sourceRefs": [f"job:{salt}-{n}"],
+                "sourceTrust": "tool_result",
+            }
+        )
+        for n in range(count)
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--episodes", type=int, default=1000)
+    args = parser.parse_args()
+    embedder = MiniLMEmbedder(cache_size=0)
+    embedder.embed(["warm up the model"])
+    caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
+        service.policy.chatter  # noqa: B018 - train the classifier outside the timings
+        texts = [p.summary for p in proposals(args.episodes, "model")]
+        t0 = time.perf_counter()
+        embedder.embed(texts)
+        model_rate = args.episodes / (time.perf_counter() - t0)
+
+        batch = proposals(args.episodes, "batch")
+        t0 = time.perf_counter()
+        for start in range(0, len(batch), 100):
+            service.remember_batch(caller, batch[start : start + 100])
+        batch_rate = args.episodes / (time.perf_counter() - t0)
+
+        single = proposals(max(args.episodes // 5, 1), "single")
+        t0 = time.perf_counter()
+        for p in single:
+            service.remember(caller, p)
+        single_rate = len(single) / (time.perf_counter() - t0)
+        service.store.close()  # type: ignore[attr-defined]
+    print(f"episodes: {args.episodes}")
+    print(f"  model alone, one batch      {model_rate:8.1f} texts/s")
+    print(f"  remember_batch (100/batch)  {batch_rate:8.1f} episodes/s  = {batch_rate / model_rate:.2f} of the model's bound")
+    print(f"  remember, one at a time     {single_rate:8.1f} episodes/s  = {single_rate / model_rate:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
