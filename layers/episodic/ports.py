@@ -195,6 +195,15 @@ class TimelineStore(Protocol):
 
     def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None: ...
 
+    def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
+        """``(tenant, actor, count)`` of every actor (all tenants) with at least ``min_count`` active
+        episodes, session summaries excluded, that occurred in ``[since, until)``."""
+        ...
+
+    def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
+        """A page of active episodes of every tenant, for the relevance-decay sweep."""
+        ...
+
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         """Episodes (any tenant) whose vector is missing or came from another embedder."""
         ...
@@ -242,6 +251,20 @@ class ColdArchive(Protocol):
 
 
 class ReviewNotifier(Protocol):
-    """Tells reviewers a write waits for them (Step Functions task in AWS; a log/queue locally)."""
+    """The review workflow around the review queue: a Step Functions execution waiting on a
+    task token in AWS; the server log locally (the reviews table is the queue itself)."""
 
     def review_requested(self, review: Review, episode: Episode) -> None: ...
+
+    def review_decided(self, review: Review) -> None:
+        """The review was closed (``review.status``): let the waiting workflow finish."""
+        ...
+
+
+class Summariser(Protocol):
+    """Writes a digest of at most ``max_lines`` lines, using only facts in ``episodes``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def summarise(self, episodes: Sequence[Episode], max_lines: int = 3) -> list[str]: ...

@@ -37,18 +37,22 @@ from episodic.evidence import render_context
 from episodic.model import (
     AuditRecord,
     Caller,
+    Confidence,
     Decision,
     Episode,
     EpisodeProposal,
     EventType,
     PolicyDecision,
     PrivacyClass,
+    ProposedBy,
     QueryInterpretation,
     RecallRequest,
     RecallResponse,
     RememberResult,
     Review,
     ReviewView,
+    Role,
+    SourceTrust,
     Status,
     TimelinePage,
 )
@@ -67,6 +71,7 @@ from episodic.ports import (
     Scope,
     StatsChange,
     StatusChange,
+    Summariser,
     TimelineQuery,
     TimelineStore,
 )
@@ -128,6 +133,18 @@ _new_id = _MonotonicUlid()
 class SweepReport:
     expired: int
     reviews_timed_out: int
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    examined: int
+    archived: list[str]
+    dry_run: bool
+    next_cursor: str | None
+
+
+SUMMARY_MAX_SOURCES = 50
+"""A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
 
 
 class MemoryService:
@@ -556,10 +573,13 @@ class MemoryService:
         The archive copy is removed once the episode is back, so no second copy lingers.
         """
         self._require_operator(caller)
+        now = self.clock.now()
+        held = self.store.get(caller.tenant_id, event_id)
+        if held is not None and held.status is Status.ARCHIVED:
+            return self._unarchive(caller, held, now)
         record = self.archive.get(caller.tenant_id, event_id)
         if record is None:
             raise NotFoundError(f"no archived episode {event_id}")
-        now = self.clock.now()
         episode = Episode.model_validate(record["episode"])
         retention = episode.retention
         if expires_at is not None:
@@ -588,6 +608,127 @@ class MemoryService:
         )
         self.archive.delete_events(caller.tenant_id, [event_id])
         return episode
+
+    def _unarchive(self, caller: Caller, episode: Episode, now: datetime) -> Episode:
+        """An episode archived by relevance decay goes back to ``active`` where it stands."""
+        self.store.apply(
+            Changes(
+                tenant_id=caller.tenant_id,
+                status=[StatusChange(episode.event_id, Status.ARCHIVED, Status.ACTIVE)],
+                audit=[
+                    self._audit(
+                        caller, "episode.restored", now, episode.event_id, None, archivedReason="relevance_decay"
+                    )
+                ],
+            )
+        )
+        self.archive.delete_events(caller.tenant_id, [episode.event_id])
+        return episode.model_copy(update={"status": Status.ACTIVE})
+
+    # ------------------------------------------------------------------ forgetting by relevance decay
+
+    def forget(self, *, dry_run: bool = False, cursor: str | None = None, page_size: int = 500) -> ForgetReport:
+        """Archive episodes whose retention score fell below the threshold and that nobody
+        recalled for ``decay_idle_days``: a copy goes to cold storage with an audit record
+        (when, why, what -- a hash, never the text), the episode leaves default recall as
+        ``archived`` and can be listed (timeline ``status=archived``) and restored.
+
+        Works a page at a time; ``ForgetReport.next_cursor`` resumes. ``dry_run`` only lists.
+        """
+        now = self.clock.now()
+        idle_cutoff = now - timedelta(days=self.settings.decay_idle_days)
+        episodes, next_cursor = self.store.active_page(cursor, page_size)
+        chosen: list[tuple[Episode, float]] = []
+        for episode in episodes:
+            score = retention_score(episode, now, self.settings.tag_weights)
+            last_seen = episode.last_accessed_at or episode.recorded_at
+            if score < self.settings.decay_threshold and last_seen <= idle_cutoff:
+                chosen.append((episode, score))
+        if dry_run:
+            return ForgetReport(examined=len(episodes), archived=[e.event_id for e, _ in chosen], dry_run=True,
+                                next_cursor=next_cursor)  # fmt: skip
+        archived = []
+        for episode, score in chosen:
+            key = self.archive.put(episode, "relevance_decay", now)
+            system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:decay-sweep")
+            audit = self._audit(
+                system, "episode.archived", now, episode.event_id, None, reason="relevance_decay",
+                retentionScore=score, archiveKey=key, contentHash=content_hash(episode),
+                lastAccessedAt=(episode.last_accessed_at or episode.recorded_at).isoformat(),
+            )  # fmt: skip
+            try:
+                self.store.apply(
+                    Changes(
+                        tenant_id=episode.tenant_id,
+                        status=[StatusChange(episode.event_id, Status.ACTIVE, Status.ARCHIVED)],
+                        stats=[StatsChange(episode.event_id, episode.feedback_score, episode.feedback_count, score)],
+                        audit=[audit],
+                    )
+                )
+                archived.append(episode.event_id)
+            except ConflictError:
+                self.archive.delete_events(episode.tenant_id, [episode.event_id])  # changed meanwhile: keep it
+        return ForgetReport(examined=len(episodes), archived=archived, dry_run=False, next_cursor=next_cursor)
+
+    # ------------------------------------------------------------------ summarisation
+
+    def busy_actors(self, now: datetime) -> list[dict[str, Any]]:
+        """Actors with more than ``summary_min_events`` events in the trailing 24 hours."""
+        since = now - timedelta(hours=24)
+        busy = self.store.busy_actors(since, now, self.settings.summary_min_events + 1)
+        return [
+            {"tenantId": t, "actorId": a, "events": n, "windowStart": since.isoformat(), "windowEnd": now.isoformat()}
+            for t, a, n in busy
+        ]
+
+    def summarise_actor(
+        self, summariser: Summariser, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
+    ) -> RememberResult:
+        """Write a digest (at most three lines) of one actor's window as a ``session_summary``
+        whose sourceRefs cite every event it summarises. It passes the write policy like any
+        write; the idempotency key makes a re-run of the same window a replay, not a copy."""
+        caller = Caller(tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser")
+        page = self.timeline(
+            caller,
+            actor_id=actor_id,
+            occurred_after=window_start,
+            occurred_before=window_end,
+            limit=SUMMARY_MAX_SOURCES + 1,
+        )
+        sources = [e for e in page.items if e.event_type is not EventType.SESSION_SUMMARY][:SUMMARY_MAX_SOURCES]
+        if len(sources) <= self.settings.summary_min_events:
+            raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
+        lines = summariser.summarise(sources, max_lines=3)[:3]
+        proposal = EpisodeProposal(
+            event_type=EventType.SESSION_SUMMARY,
+            actor_id=actor_id,
+            occurred_at=max(e.occurred_at for e in sources),
+            summary="\n".join(lines),
+            source_refs=[f"{SUMMARY_REF_PREFIX}{e.event_id}" for e in sources],
+            source_trust=SourceTrust.TOOL_RESULT,
+            proposed_by=ProposedBy.WORKFLOW,
+            confidence=Confidence.MEDIUM,
+            importance=max(e.importance for e in sources),
+            tags=["digest"],
+        )
+        key = f"digest:{actor_id}:{window_end.isoformat()}"
+        return self.remember(caller, proposal, idempotency_key=key)
+
+    def summarise(self, summariser: Summariser) -> list[dict[str, Any]]:
+        """The 24-hour summarisation, in-process: one digest per busy actor; one failure does
+        not stop the others (each outcome is reported)."""
+        outcomes = []
+        for item in self.busy_actors(self.clock.now()):
+            try:
+                result = self.summarise_actor(
+                    summariser, item["tenantId"], item["actorId"],
+                    datetime.fromisoformat(item["windowStart"]), datetime.fromisoformat(item["windowEnd"]),
+                )  # fmt: skip
+                outcomes.append({**item, "decision": result.decision.value, "eventId": result.event_id,
+                                 "reasons": result.reasons})  # fmt: skip
+            except Exception as exc:  # reported per actor, like the Map state's Catch
+                outcomes.append({**item, "failed": True, "error": type(exc).__name__})
+        return outcomes
 
     def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> dict[str, Any]:
         """Erase everything about an actor: timeline, index, archive, derived summaries."""
@@ -690,7 +831,22 @@ class MemoryService:
         )
         self.store.apply(changes)
         closed = review.model_copy(update={"status": outcome, "decided_at": now, "reviewer": reviewer, "note": note})
+        self.notifier.review_decided(closed)
         return ReviewView(review=closed, episode=episode)
+
+    def expire_review(self, tenant_id: str, review_id: str) -> str:
+        """The review workflow timed out: deny by default. Idempotent (a closed review stays closed)."""
+        review = self.store.get_review(tenant_id, review_id)
+        if review is None:
+            return "unknown"
+        if review.status != "pending":
+            return review.status
+        system = Caller(tenant_id=tenant_id, role=Role.OPERATOR, principal_id="system:review-timeout")
+        try:
+            self._close_review(system, review, "expired", "system:review-timeout", "review timed out: denied")
+        except ConflictError:
+            return "closed-concurrently"
+        return "expired"
 
     # ------------------------------------------------------------------ operations
 
@@ -756,12 +912,11 @@ class MemoryService:
         timeout do the same work.
         """
         now = self.clock.now()
-        system = Caller(tenant_id="system", role="operator", principal_id="system:sweep")
         expired = 0
         for episode in self.store.expired_episodes(now, limit):
             key = self.archive.put(episode, "retention_expired", now)
             audit = self._audit(
-                system.model_copy(update={"tenant_id": episode.tenant_id}),
+                Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:sweep"),
                 "episode.expired",
                 now,
                 episode.event_id,
@@ -778,17 +933,9 @@ class MemoryService:
                 expired += 1
             except ConflictError:
                 continue
-        timed_out = 0
         cutoff = now - timedelta(days=self.settings.review_timeout_days)
-        for review in self.store.reviews_requested_before(cutoff, limit):
-            tenant_system = system.model_copy(update={"tenant_id": review.tenant_id})
-            try:
-                self._close_review(
-                    tenant_system, review, "expired", "system:review-timeout", "review timed out: denied"
-                )
-                timed_out += 1
-            except ConflictError:
-                continue
+        stale = self.store.reviews_requested_before(cutoff, limit)
+        timed_out = sum(self.expire_review(r.tenant_id, r.review_id) == "expired" for r in stale)
         return SweepReport(expired=expired, reviews_timed_out=timed_out)
 
     # ------------------------------------------------------------------ helpers

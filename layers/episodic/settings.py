@@ -27,6 +27,11 @@ class Settings(BaseModel):
     min_relevance: float = Field(default=0.2, ge=0, le=1)
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     tag_weights: dict[str, float] = Field(default_factory=dict)
+    decay_threshold: float = Field(default=3.0, ge=0, le=10, description="Archive below this retention score")
+    decay_idle_days: float = Field(default=30.0, gt=0, description="...and when not recalled for this long")
+    summary_min_events: int = Field(default=5, ge=1, description="Summarise actors with more events than this")
+    summary_interval_seconds: float = Field(default=3600.0, gt=0)
+    forget_interval_seconds: float = Field(default=86400.0, gt=0)
     embedder: str = Field(default="minilm", pattern="^(minilm|titan)$")
     titan_model_id: str = "amazon.titan-embed-text-v2:0"
     titan_dimensions: int = Field(default=1024, description="256, 512 or 1024")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -127,35 +127,28 @@ class DynamoTimelineStore:
         for new in changes.put:
             core.append(self._put(self._episode_item(new), create_once=True))
             adjacency_puts += self._adjacency_items(new.episode)
+        # One Update per episode: DynamoDB refuses two operations on one item in a transaction.
+        updates: dict[str, tuple[list[str], dict[str, Any], str]] = {}
         for change in changes.status:
-            core.append(
-                {
-                    "Update": {
-                        "TableName": self.table,
-                        "Key": _item({"pk": t.episode_pk(tenant, change.event_id), "sk": "EPISODE"}),
-                        "UpdateExpression": "SET st = :new, ep.#status = :new",
-                        "ConditionExpression": "st = :expected",
-                        "ExpressionAttributeNames": {"#status": "status"},
-                        "ExpressionAttributeValues": _item(
-                            {":new": change.new.value, ":expected": change.expected.value}
-                        ),
-                    }
-                }
-            )
+            sets, values, _ = updates.setdefault(change.event_id, ([], {}, "attribute_exists(pk)"))
+            sets += ["st = :new", "ep.#status = :new"]
+            values.update({":new": change.new.value, ":expected": change.expected.value})
+            updates[change.event_id] = (sets, values, "st = :expected")
         for stats in changes.stats:
-            core.append(
-                {
-                    "Update": {
-                        "TableName": self.table,
-                        "Key": _item({"pk": t.episode_pk(tenant, stats.event_id), "sk": "EPISODE"}),
-                        "UpdateExpression": "SET ep.feedbackScore = :f, ep.feedbackCount = :c, ep.retentionScore = :r",
-                        "ConditionExpression": "attribute_exists(pk)",
-                        "ExpressionAttributeValues": _item(
-                            {":f": stats.feedback_score, ":c": stats.feedback_count, ":r": stats.retention_score}
-                        ),
-                    }
-                }
-            )
+            sets, values, condition = updates.setdefault(stats.event_id, ([], {}, "attribute_exists(pk)"))
+            sets += ["ep.feedbackScore = :f", "ep.feedbackCount = :c", "ep.retentionScore = :r"]
+            values.update({":f": stats.feedback_score, ":c": stats.feedback_count, ":r": stats.retention_score})
+        for event_id, (sets, values, condition) in updates.items():
+            update: dict[str, Any] = {
+                "TableName": self.table,
+                "Key": _item({"pk": t.episode_pk(tenant, event_id), "sk": "EPISODE"}),
+                "UpdateExpression": "SET " + ", ".join(sets),
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": _item(values),
+            }
+            if "#status" in update["UpdateExpression"]:
+                update["ExpressionAttributeNames"] = {"#status": "status"}
+            core.append({"Update": update})
         if changes.delete:
             existing = self._get_items(tenant, changes.delete)
             for event_id in changes.delete:
@@ -248,6 +241,10 @@ class DynamoTimelineStore:
         }
         if ep.project_id:
             attributes.update(gsi3pk=f"{tenant}#P#{ep.project_id}", gsi3sk=occ)
+        if ep.event_type.value != "session_summary":
+            attributes.update(
+                gsi6pk=t.day_key(ep.occurred_at, tenant, ep.actor_id), gsi6sk=f"{tenant}#{ep.actor_id}#{occ}"
+            )
         if new.vector is not None:
             import numpy as np
 
@@ -338,6 +335,65 @@ class DynamoTimelineStore:
                 self._audit_put(audit),
             ]
         )
+
+    def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
+        counts: dict[tuple[str, str], int] = {}
+        day = since.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        while day < until:
+            for shard in range(t.DAY_SHARDS):
+                query = {
+                    "IndexName": "gsi6",
+                    "KeyConditionExpression": "gsi6pk = :pk",
+                    "ExpressionAttributeValues": _item({":pk": f"DAY#{day:%Y-%m-%d}#{shard}"}),
+                }
+                for item in self._query(**query):
+                    tenant, actor, occ = item["gsi6sk"]["S"].split("#", 2)
+                    occurred = occ.split("#", 1)[0]
+                    if item.get("st", {}).get("S") == "active" and t.iso(since) <= occurred < t.iso(until):
+                        counts[(tenant, actor)] = counts.get((tenant, actor), 0) + 1
+            day += timedelta(days=1)
+        return sorted((tenant, actor, n) for (tenant, actor), n in counts.items() if n >= min_count)
+
+    def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
+        """A maintenance scan (the decay sweep), resumable from ``after``."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "sk = :episode AND st = :active",
+            "ExpressionAttributeValues": _item({":episode": "EPISODE", ":active": "active"}),
+        }
+        if after:
+            request["ExclusiveStartKey"] = _item(_decode_cursor(after)[0])
+        episodes: list[Episode] = []
+        while True:
+            response = self.client.scan(**request)
+            episodes += [_episode(item) for item in response.get("Items", [])]
+            last = response.get("LastEvaluatedKey")
+            if not last or len(episodes) >= limit:
+                return episodes, _encode_cursor([_plain(last)]) if last else None
+            request["ExclusiveStartKey"] = last
+
+    def attach_review_token(self, tenant_id: str, review_id: str, token: str) -> bool:
+        """Keep the Step Functions task token on the review so the decision can complete it.
+        False when the review is no longer pending (the token is then of no use)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=_item({"pk": t.review_pk(tenant_id, review_id), "sk": "REVIEW"}),
+                UpdateExpression="SET taskToken = :t",
+                ConditionExpression="st = :pending",
+                ExpressionAttributeValues=_item({":t": token, ":pending": "pending"}),
+            )
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise StorageError("could not record the review task token") from exc
+
+    def review_token(self, tenant_id: str, review_id: str) -> str | None:
+        response = self.client.get_item(
+            TableName=self.table, Key=_item({"pk": t.review_pk(tenant_id, review_id), "sk": "REVIEW"})
+        )
+        return response.get("Item", {}).get("taskToken", {}).get("S")
 
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         """A maintenance scan (not a tenant read path): episode items whose vector is missing or

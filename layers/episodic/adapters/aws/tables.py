@@ -24,13 +24,15 @@ Access patterns and what serves each (``occ`` = occurredAt as a fixed-width UTC 
 | pending reviews past timeout (all tenants) | GSI5 ``gsi5pk = PENDING``, ``gsi5sk = requestedAt#T#rid`` |
 | episodes due for forgetting (all tenants) | GSI5 ``gsi5pk = EXP#shard`` (8), ``gsi5sk = expiresAt#T#id`` |
 | erasure of an actor | GSI1 actor timeline -> every episode id, then their tag/ref items |
+| actors active on a day (all tenants) | GSI6 ``DAY#yyyy-mm-dd#shard`` (4) / ``T#actor#occ`` |
 | audit trail of a tenant | audit table ``pk = T``, ``sk = auditId`` (ULID: time order) |
 | audit trail of an episode | audit GSI ``by_event``: ``epk = T#E#id``, ``sk = auditId`` |
 
-GSI5 is the only index whose keys do not start with a tenant: it serves the service's own
-sweeps, never a tenant-scoped role. The ``ttl`` attribute (epoch seconds) carries
-``retention.expiresAt`` on episodes and their adjacency items, so DynamoDB TTL removes them
-and the stream processor archives what TTL removed.
+GSI5 and GSI6 are the only indexes whose keys do not start with a tenant: they serve the
+service's own sweeps and the summarisation schedule, never a tenant-scoped role. The
+``ttl`` attribute (epoch seconds) carries ``retention.expiresAt`` on episodes and their
+adjacency items, so DynamoDB TTL removes them and the stream processor archives what TTL
+removed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 EXPIRY_SHARDS = 8
+DAY_SHARDS = 4
 TIMELINE_INDEXES = ("gsi1", "gsi2", "gsi3", "gsi4")
 
 
@@ -81,6 +84,11 @@ def expiry_shard(event_id: str) -> str:
     return f"EXP#{digest[0] % EXPIRY_SHARDS}"
 
 
+def day_key(occurred_at: datetime, tenant: str, actor: str) -> str:
+    digest = hashlib.sha256(f"{tenant}#{actor}".encode()).digest()
+    return f"DAY#{occurred_at.astimezone(UTC):%Y-%m-%d}#{digest[0] % DAY_SHARDS}"
+
+
 def _gsi(name: str) -> dict[str, Any]:
     return {
         "IndexName": name,
@@ -96,14 +104,22 @@ def _gsi(name: str) -> dict[str, Any]:
 def timeline_table_definition(name: str) -> dict[str, Any]:
     """``create_table`` arguments for the timeline (on-demand; TTL and Streams set separately)."""
     attributes = [("pk", "S"), ("sk", "S")]
-    for index in (*TIMELINE_INDEXES, "gsi5"):
+    for index in (*TIMELINE_INDEXES, "gsi5", "gsi6"):
         attributes += [(f"{index}pk", "S"), (f"{index}sk", "S")]
+    by_day = {
+        "IndexName": "gsi6",
+        "KeySchema": [
+            {"AttributeName": "gsi6pk", "KeyType": "HASH"},
+            {"AttributeName": "gsi6sk", "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["st"]},
+    }
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in attributes],
         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "GlobalSecondaryIndexes": [_gsi(i) for i in (*TIMELINE_INDEXES, "gsi5")],
+        "GlobalSecondaryIndexes": [*(_gsi(i) for i in (*TIMELINE_INDEXES, "gsi5")), by_day],
         "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     }
 

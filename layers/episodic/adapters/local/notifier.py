@@ -23,3 +23,6 @@ class LogReviewNotifier:
             event_id=episode.event_id,
             reasons=review.reasons,
         )
+
+    def review_decided(self, review: Review) -> None:
+        self.logger.info("review closed", review_id=review.review_id, tenant_id=review.tenant_id, status=review.status)

@@ -345,6 +345,30 @@ class SqliteStore:
             )
             self._append_audit(conn, audit)
 
+    def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
+        rows = self._conn().execute(
+            "SELECT tenant_id, actor_id, COUNT(*) FROM episodes WHERE status = 'active' "
+            "AND event_type != 'session_summary' AND occurred_at >= ? AND occurred_at < ? "
+            "GROUP BY tenant_id, actor_id HAVING COUNT(*) >= ? ORDER BY tenant_id, actor_id",
+            (_micros(since), _micros(until), min_count),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
+    def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
+        start = int(_decode_cursor(after)[0]) if after else 0
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT rowid, doc FROM episodes WHERE status = 'active' AND rowid > ? ORDER BY rowid LIMIT ?",
+                (start, limit + 1),
+            )
+            .fetchall()
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = _encode_cursor([rows[-1][0]]) if more and rows else None
+        return [Episode.model_validate_json(r[1]) for r in rows], cursor
+
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         rows = self._conn().execute(
             "SELECT doc FROM episodes WHERE embedder IS NOT ? OR vector IS NULL ORDER BY rowid LIMIT ?",

@@ -1,0 +1,51 @@
+"""The local summariser: extractive, so it cannot invent a fact.
+
+It splits the events' summaries into sentences, embeds them with the real embedder, and
+picks the most *central* ones -- those most similar to all the others, i.e. what the window
+was mostly about -- skipping near-duplicates of a sentence already chosen. The chosen
+sentences are returned verbatim, in the order their events happened. Every word of the
+digest is therefore a word of a source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from episodic.model import Episode
+from episodic.ports import Embedder
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
+NEAR_DUPLICATE = 0.9
+
+
+class ExtractiveSummariser:
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    @property
+    def name(self) -> str:
+        return f"extractive:{self.embedder.name}"
+
+    def summarise(self, episodes: Sequence[Episode], max_lines: int = 3) -> list[str]:
+        ordered = sorted(episodes, key=lambda e: e.occurred_at)
+        sentences = [
+            (index, sentence.strip())
+            for index, episode in enumerate(ordered)
+            for sentence in _SENTENCE.split(episode.summary)
+            if sentence.strip()
+        ]
+        if not sentences:
+            return []
+        vectors = np.asarray(self.embedder.embed([s for _, s in sentences]), dtype=np.float32)
+        similarity = vectors @ vectors.T
+        centrality = similarity.sum(axis=1) - np.diag(similarity)
+        chosen: list[int] = []
+        for candidate in np.argsort(-centrality):
+            if all(similarity[candidate, other] < NEAR_DUPLICATE for other in chosen):
+                chosen.append(int(candidate))
+            if len(chosen) == max_lines:
+                break
+        return [sentences[i][1] for i in sorted(chosen, key=lambda i: (sentences[i][0], i))]
