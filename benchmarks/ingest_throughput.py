@@ -69,7 +69,8 @@ def main() -> int:
         service.store.close()  # type: ignore[attr-defined]
     print(f"episodes: {args.episodes}")
     print(f"  model alone, one batch      {model_rate:8.1f} texts/s")
-    print(f"  remember_batch (100/batch)  {batch_rate:8.1f} episodes/s  = {batch_rate / model_rate:.2f} of the model's bound")
+    share = batch_rate / model_rate
+    print(f"  remember_batch (100/batch)  {batch_rate:8.1f} episodes/s  = {share:.2f} of the model's bound")
     print(f"  remember, one at a time     {single_rate:8.1f} episodes/s  = {single_rate / model_rate:.2f}")
     return 0
 

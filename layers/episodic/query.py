@@ -7,8 +7,9 @@ them from the text that BM25 and the embedder see. It also finds tokens of the q
 name an actor of the candidate pool ("Priya" for ``dev-priya-nair``), which recall uses as
 a scope hint: those actors' episodes are preferred, others still fill the remaining slots.
 
-Weeks start on Monday. "Last week" is the previous calendar week, "last 3 days" the
-trailing 72 hours, "in October" the most recent October not in the future.
+Weeks start on Monday. "Last week" is the previous calendar week, while "the last week",
+"the past week" and "last 3 days" are trailing windows; "in October" is the most recent
+October not in the future.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ago", re.compile(rf"\b{_NUM}\s+(day|week|month)s?\s+ago\b")),
     ("yesterday", re.compile(r"\b(?:yesterday|last\s+night)\b")),
     ("today", re.compile(r"\b(?:today|this\s+morning|this\s+afternoon|tonight)\b")),
-    ("past_unit", re.compile(r"\b(?:in\s+|over\s+|during\s+)?the\s+past\s+(week|month)\b")),
+    ("past_unit", re.compile(r"\b(?:in\s+|over\s+|during\s+|within\s+)?the\s+(?:past|last)\s+(week|month)\b")),
     ("last_week", re.compile(r"\b(?:last|previous)\s+week\b")),
     ("this_week", re.compile(r"\bthis\s+week\b")),
     ("last_month", re.compile(r"\b(?:last|previous)\s+month\b")),

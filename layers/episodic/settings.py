@@ -45,6 +45,7 @@ class Settings(BaseModel):
     opensearch_index: str = "episodic-recall"
     opensearch_service: str = Field(default="es", pattern="^(es|aoss)$")
     aws_region: str | None = None
+    review_state_machine_arn: str | None = Field(default=None, description="Step Functions review workflow")
 
     def ranking_weights(self) -> RankingWeights:
         return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance)

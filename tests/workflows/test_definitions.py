@@ -41,8 +41,25 @@ DOCUMENTED_PLACEHOLDERS: dict[str, dict[str, str]] = {
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 TERMINAL_TYPES = {"Succeed", "Fail"}
 KNOWN_TYPES = {"Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map"}
+# AWS documents these for Distributed Map only; in INLINE mode any failed iteration fails the Map.
+DISTRIBUTED_ONLY = {
+    "ItemReader",
+    "ItemBatcher",
+    "ResultWriter",
+    "Label",
+    "ToleratedFailurePercentage",
+    "ToleratedFailurePercentagePath",
+    "ToleratedFailureCount",
+    "ToleratedFailureCountPath",
+}
 PATH_FIELDS = ("InputPath", "OutputPath", "ResultPath", "ItemsPath")
 TEMPLATE_FIELDS = ("Parameters", "ResultSelector", "ItemSelector")
+LAMBDA_SERVICE_ERRORS = (
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
 INTRINSIC = re.compile(r"^States\.[A-Za-z0-9]+\((?P<args>.*)\)$", re.DOTALL)
 
 
@@ -171,6 +188,11 @@ def validate_machine(machine: dict, scope: str = "") -> list[str]:
             if problem := jsonpath_problem(expression):
                 problems.append(f"{location}: {problem}")
 
+        processor = state.get("ItemProcessor") or state.get("Iterator") or {}
+        if kind == "Map" and processor.get("ProcessorConfig", {}).get("Mode", "INLINE") == "INLINE":
+            for field in sorted(DISTRIBUTED_ONLY & set(state)):
+                problems.append(f"{where}: {field} is a Distributed Map field, not for INLINE mode")
+
         for key in ("ItemProcessor", "Iterator"):
             if key in state:
                 problems.extend(validate_machine(state[key], f"{where}/{key}/"))
@@ -241,6 +263,8 @@ def test_given_a_definition_when_its_lambda_tasks_are_read_then_they_use_the_opt
             assert task["Resource"] == "arn:aws:states:::lambda:invoke"
             assert task["Parameters"]["FunctionName"].startswith("arn:aws:lambda:")
             assert any(value.startswith("$.Payload") for value in task["ResultSelector"].values())
+            retried = {error for retrier in task.get("Retry", []) for error in retrier["ErrorEquals"]}
+            assert set(LAMBDA_SERVICE_ERRORS) <= retried, f"{task} does not retry Lambda service errors"
 
 
 def test_given_a_broken_definition_when_validated_then_every_problem_is_reported():
@@ -253,6 +277,7 @@ def test_given_a_broken_definition_when_validated_then_every_problem_is_reported
                 "Fan": {
                     "Type": "Map",
                     "ItemsPath": "$.items[",
+                    "ToleratedFailurePercentage": 100,
                     "ItemProcessor": {
                         "StartAt": "Inner",
                         "States": {"Inner": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke"}},
@@ -270,6 +295,7 @@ def test_given_a_broken_definition_when_validated_then_every_problem_is_reported
     assert "Fan: unreachable from StartAt 'First'" in problems
     assert "Fan/ItemProcessor/Inner: needs exactly one of Next or End" in problems
     assert any(problem.startswith("Fan.ItemsPath: '$.items[' is not JSONPath") for problem in problems)
+    assert "Fan: ToleratedFailurePercentage is a Distributed Map field, not for INLINE mode" in problems
 
 
 def test_given_undocumented_placeholders_and_bad_paths_when_validated_then_they_are_reported():
@@ -291,7 +317,7 @@ def test_given_undocumented_placeholders_and_bad_paths_when_validated_then_they_
 
     assert "placeholder ${Unknown} is not documented for this machine" in problems
     assert "Call.Parameters.Payload.a.$: 'a.b' does not start with '$'" in problems
-    assert any(problem.startswith("Call.Parameters.Payload.b.$: \"States.Format(") for problem in problems)
+    assert any(problem.startswith('Call.Parameters.Payload.b.$: "States.Format(') for problem in problems)
     assert "Call: HeartbeatSeconds must be smaller than TimeoutSeconds" in problems
 
 

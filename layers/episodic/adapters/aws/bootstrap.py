@@ -2,8 +2,8 @@
 
 Clients are passed in (tests give clients inside ``moto.mock_aws``; Lambda builds them once
 per container with :func:`clients_from_settings`). Recall goes through OpenSearch when an
-endpoint is configured, else through the DynamoDB-only scoped index. Reviews are announced
-on the log until the Step Functions review workflow replaces the notifier (workflows issue).
+endpoint is configured, else through the DynamoDB-only scoped index. Reviews run as Step
+Functions executions when a review state machine is configured.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
+from episodic.adapters.aws.review_workflow import StepFunctionsReviewWorkflow
 from episodic.adapters.aws.s3_archive import S3ColdArchive
 from episodic.adapters.aws.scoped_index import DynamoScopedIndex
 from episodic.adapters.local.notifier import LogReviewNotifier
-from episodic.ports import Clock, Embedder, RecallIndex
+from episodic.ports import Clock, Embedder, RecallIndex, ReviewNotifier
 from episodic.service import MemoryService
 from episodic.settings import Settings
 
@@ -26,15 +27,21 @@ def build_aws_service(
     s3: Any,
     embedder: Embedder,
     index: RecallIndex | None = None,
+    stepfunctions: Any = None,
     clock: Clock | None = None,
 ) -> MemoryService:
+    """With a ``stepfunctions`` client and ``review_state_machine_arn``, reviews run as Step
+    Functions executions; otherwise they are announced on the log (and time out by the sweep)."""
     store = DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
+    notifier: ReviewNotifier = LogReviewNotifier()
+    if stepfunctions is not None and settings.review_state_machine_arn:
+        notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store)
     return MemoryService(
         store=store,
         index=index or DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name),
         archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),
         embedder=embedder,
-        notifier=LogReviewNotifier(),
+        notifier=notifier,
         settings=settings,
         clock=clock,
         backend="aws-dynamodb" + ("+opensearch" if index is not None else ""),
@@ -97,4 +104,5 @@ def service_from_settings(settings: Settings) -> MemoryService:
         s3=boto3.client("s3", region_name=settings.aws_region),
         embedder=embedder,
         index=opensearch_index(settings),
+        stepfunctions=boto3.client("stepfunctions", region_name=settings.aws_region),
     )
