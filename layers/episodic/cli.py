@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -40,7 +41,16 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"episodic: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
-    scheduler = Scheduler(service, settings.sweep_interval_seconds)
+    from episodic.adapters.local.summariser import ExtractiveSummariser
+
+    summariser = ExtractiveSummariser(service.embedder)
+    scheduler = Scheduler(
+        [
+            ("sweep", settings.sweep_interval_seconds, service.sweep),
+            ("summarise", settings.summary_interval_seconds, lambda: service.summarise(summariser)),
+            ("forget", settings.forget_interval_seconds, lambda: _forget_all(service)),
+        ]
+    )
     scheduler.start()
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"episodic memory service on http://{host}:{port}  (data: {settings.data_dir.resolve()})")
@@ -63,14 +73,49 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reembed(args: argparse.Namespace) -> int:
+def _local_service(args: argparse.Namespace) -> Any:
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.settings import Settings
 
     settings = Settings.from_env()
     if args.data_dir:
         settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
-    service = build_local_service(settings)
+    return build_local_service(settings)
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from episodic.adapters.local.summariser import ExtractiveSummariser
+
+    service = _local_service(args)
+    print("summarising actors with more than", service.settings.summary_min_events, "events in the last 24 hours")
+    outcomes = service.summarise(ExtractiveSummariser(service.embedder))
+    for o in outcomes:
+        state = "FAILED " + o["error"] if o.get("failed") else f"{o['decision']} {o.get('eventId') or ''}"
+        print(f"  {o['tenantId']}/{o['actorId']}: {o['events']} events -> {state}")
+    print(f"done: {len(outcomes)} actor(s)")
+    service.store.close()
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    service = _local_service(args)
+    verb = "would archive" if args.dry_run else "archived"
+    total, cursor = 0, None
+    while True:
+        report = service.forget(dry_run=args.dry_run, cursor=cursor)
+        for event_id in report.archived:
+            print(f"  {verb} {event_id}")
+        total += len(report.archived)
+        cursor = report.next_cursor
+        if cursor is None:
+            break
+    print(f"done: {verb} {total} episode(s)")
+    service.store.close()
+    return 0
+
+
+def _reembed(args: argparse.Namespace) -> int:
+    service = _local_service(args)
     print(f"re-embedding episodes whose vectors are not from {service.embedder.name} ...")
     done = service.reembed(
         batch_size=args.batch_size, progress=lambda n: print(f"\r  {n} episodes", end="", flush=True)
@@ -78,6 +123,16 @@ def _reembed(args: argparse.Namespace) -> int:
     print(f"\rdone: {done} episodes re-embedded")
     service.store.close()  # type: ignore[attr-defined]
     return 0
+
+
+def _forget_all(service: Any) -> int:
+    archived, cursor = 0, None
+    while True:
+        report = service.forget(cursor=cursor)
+        archived += len(report.archived)
+        cursor = report.next_cursor
+        if cursor is None:
+            return archived
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -94,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=int(os.environ.get("EPISODIC_PORT", "8765")))
     serve.add_argument("--data-dir", default=None, help="where the database, archive and tokens live")
     serve.set_defaults(func=_serve)
+    summarize = sub.add_parser("summarize", help="run the 24-hour summarisation now")
+    summarize.add_argument("--data-dir", default=None)
+    summarize.set_defaults(func=_summarize)
+    forget = sub.add_parser("forget", help="archive episodes whose relevance has decayed")
+    forget.add_argument("--data-dir", default=None)
+    forget.add_argument("--dry-run", action="store_true", help="list what would be archived, change nothing")
+    forget.set_defaults(func=_forget)
     reembed = sub.add_parser("reembed", help="give every episode a vector from the current embedding model")
     reembed.add_argument("--data-dir", default=None)
     reembed.add_argument("--batch-size", type=int, default=256)

@@ -134,6 +134,10 @@ class SweepReport:
     expired: int
     reviews_timed_out: int
 
+    def __bool__(self) -> bool:
+        """True when the sweep did something (so quiet ticks are not logged)."""
+        return bool(self.expired or self.reviews_timed_out)
+
 
 @dataclass(frozen=True)
 class ForgetReport:

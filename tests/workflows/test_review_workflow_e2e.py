@@ -59,8 +59,16 @@ def deliver_review_messages(sqs, queue):
     deadline, records = time.monotonic() + 10, []
     while not records and time.monotonic() < deadline:
         for message in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []):
-            records.append({"messageId": message["MessageId"], "body": message["Body"], "eventSource": "aws:sqs",
-                            "receiptHandle": message["ReceiptHandle"], "attributes": {}, "messageAttributes": {}})  # fmt: skip
+            records.append(
+                {
+                    "messageId": message["MessageId"],
+                    "body": message["Body"],
+                    "eventSource": "aws:sqs",
+                    "receiptHandle": message["ReceiptHandle"],
+                    "attributes": {},
+                    "messageAttributes": {},
+                }
+            )
     assert records, "the review machine sent nothing to the queue"
     assert workflows.review_requests_handler({"Records": records}, _Context()) == {"batchItemFailures": []}
     return [json.loads(r["body"]) for r in records]

@@ -23,7 +23,6 @@ from urllib.parse import parse_qs, urlsplit
 from aws_lambda_powertools import Logger
 
 from episodic.adapters.local.tokens import TokenBook
-from episodic.service import MemoryService
 
 PUBLIC_PATHS = ("/v1/health", "/v1/swagger")
 MAX_BODY_BYTES = 1_048_576
@@ -166,29 +165,34 @@ def make_handler(
 
 
 class Scheduler:
-    """Runs the service's sweep periodically in a daemon thread until stopped."""
+    """Runs periodic jobs (the sweep, the summarisation, the decay sweep) in daemon threads.
 
-    def __init__(self, service: MemoryService, interval: float) -> None:
-        self.service = service
-        self.interval = interval
+    A job that fails is logged and tried again at its next tick; one job never blocks another.
+    """
+
+    def __init__(self, jobs: list[tuple[str, float, Callable[[], Any]]]) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="episodic-sweep", daemon=True)
+        self._threads = [
+            threading.Thread(target=self._run, args=job, name=f"episodic-{job[0]}", daemon=True) for job in jobs
+        ]
 
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+    def _run(self, name: str, interval: float, job: Callable[[], Any]) -> None:
+        while not self._stop.wait(interval):
             try:
-                report = self.service.sweep()
-                if report.expired or report.reviews_timed_out:
-                    logger.info("sweep", expired=report.expired, reviews_timed_out=report.reviews_timed_out)
+                outcome = job()
+                if outcome:
+                    logger.info("scheduled job", job=name, outcome=str(outcome)[:500])
             except Exception:
-                logger.exception("sweep failed; will retry")
+                logger.exception("scheduled job failed; will retry", job=name)
 
 
 def create_server(

@@ -1,0 +1,33 @@
+"""`episodic summarize`, `forget --dry-run`/`forget` and `reembed` as a user runs them."""
+
+from datetime import UTC, datetime, timedelta
+
+from episodic.adapters.local.bootstrap import build_local_service
+from episodic.cli import main
+from episodic.settings import Settings
+from tests.support.doubles import FixedClock
+from tests.support.factories import AGENT, proposal
+
+
+def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act(tmp_path, minilm, capsys):
+    data = tmp_path / "data"
+    now = datetime.now(UTC)
+    old = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now - timedelta(days=60)))
+    stale = old.remember(AGENT, proposal(summary="Vending machine on floor 2 was restocked", importance=0.05,
+                                         occurredAt=(now - timedelta(days=60)).isoformat()))  # fmt: skip
+    old.store.close()
+    fresh = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now))
+    for n in range(6):
+        fresh.remember(AGENT, proposal(summary=f"Backup job {n} copied {n + 3} GB to the vault", actorId="backup-bot",
+                                       occurredAt=(now - timedelta(hours=n + 1)).isoformat()))  # fmt: skip
+    fresh.store.close()
+
+    assert main(["forget", "--dry-run", "--data-dir", str(data)]) == 0
+    assert f"would archive {stale.event_id}" in capsys.readouterr().out
+    assert main(["forget", "--data-dir", str(data)]) == 0
+    assert "done: archived 1 episode(s)" in capsys.readouterr().out
+    assert main(["summarize", "--data-dir", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "acme/backup-bot: 6 events -> allow" in out and "done: 1 actor(s)" in out
+    assert main(["reembed", "--data-dir", str(data)]) == 0
+    assert "done: 0 episodes re-embedded" in capsys.readouterr().out
