@@ -135,6 +135,40 @@ def _forget_all(service: Any) -> int:
             return archived
 
 
+def _eval(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.evaluation import SUITE_NOW, ManualClock, check_thresholds, run_suite
+    from episodic.settings import Settings
+
+    suite = Path(args.suite)
+    if not (suite / "retrieval").is_dir():
+        print(f"episodic eval: no labelled suite at {suite} (expected {suite}/retrieval/)", file=sys.stderr)
+        return 2
+    clock = ManualClock(SUITE_NOW)
+    with tempfile.TemporaryDirectory(prefix="episodic-eval-") as tmp:
+        print("running the evaluation suite against a fresh local service (real model) ...", flush=True)
+        service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
+        metrics = run_suite(service, clock, suite)
+        service.store.close()  # type: ignore[attr-defined]
+    thresholds_path = Path(args.thresholds or suite / "thresholds.json")
+    thresholds = json.loads(thresholds_path.read_text()) if thresholds_path.exists() else {}
+    failures = check_thresholds(metrics, thresholds)
+    for name, value in metrics.items():
+        if not name.startswith("_"):
+            bound = thresholds.get(name, {})
+            limit = f"min {bound['min']}" if "min" in bound else f"max {bound['max']}" if "max" in bound else ""
+            print(f"  {name:<28} {value:>8.4f}   {limit}")
+    report = {"metrics": metrics, "thresholds": thresholds, "regressions": failures}
+    Path(args.out).write_text(json.dumps(report, indent=2, default=str))
+    print(f"report written to {args.out}")
+    for failure in failures:
+        print(f"REGRESSION {failure}")
+    return 1 if failures else 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from episodic.demo import run_demo
 
@@ -160,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     reembed.add_argument("--data-dir", default=None)
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.set_defaults(func=_reembed)
+    evaluate = sub.add_parser("eval", help="run the labelled evaluation suite and check its thresholds")
+    evaluate.add_argument("--suite", default="tests/evals", help="folder with retrieval/ and scenarios/")
+    evaluate.add_argument("--thresholds", default=None, help="default: <suite>/thresholds.json")
+    evaluate.add_argument("--out", default="eval-report.json")
+    evaluate.set_defaults(func=_eval)
     demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
     demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
     demo.set_defaults(func=_demo)

@@ -1,4 +1,6 @@
-"""Measuring recall quality on a labelled set: recall@k and nDCG@k, by query kind.
+"""Measuring the service: recall quality and memory governance, on labelled sets.
+
+Recall quality: recall@k and nDCG@k, by query kind.
 
 The set (``tests/evals/retrieval/``) holds episodes with stable keys and queries with the
 keys a perfect memory returns. :func:`evaluate_retrieval` loads the episodes through the
@@ -14,10 +16,12 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from episodic.model import Caller, EpisodeProposal, RecallRequest
+from episodic.errors import NotFoundError
+from episodic.model import Caller, EpisodeProposal, RecallRequest, Role, Status
 from episodic.ranking import Ranker, RankingWeights
 from episodic.service import MemoryService
 
@@ -121,3 +125,199 @@ def format_table(results: dict[str, ModeResult]) -> str:
         )  # fmt: skip
         lines.append(f"{mode:<8}{cells}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The governance suite: writes, leaks, attribution, staleness, corrections, deletion, expiry.
+
+
+class ManualClock:
+    """The suite's simulated time: expiry and decay scenarios move it forward by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.current = now
+
+    def now(self) -> datetime:
+        return self.current
+
+
+SUITE_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+"""The retrieval set's reference time (relative phrases in its queries are read against it)."""
+
+
+def _ratio(hits: int, total: int) -> float:
+    return hits / total if total else 1.0
+
+
+def evaluate_writes(service: MemoryService, tenant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Write precision/recall (of what is stored active), decision accuracy, unsafe-write rate."""
+    callers = {
+        "agent": Caller(tenant_id=tenant, role=Role.AGENT, principal_id="eval:agent"),
+        "operator": Caller(tenant_id=tenant, role=Role.OPERATOR, principal_id="eval:operator"),
+    }
+    correct = allowed = allowed_right = expected_allow = unsafe_total = unsafe_stored = 0
+    wrong: list[dict[str, Any]] = []
+    for row in rows:
+        proposal = EpisodeProposal.model_validate(row["proposal"])
+        result = service.remember(callers[row.get("caller", "agent")], proposal)
+        decision = result.decision.value
+        correct += decision == row["expected"]
+        expected_allow += row["expected"] == "allow"
+        if decision == "allow":
+            allowed += 1
+            allowed_right += row["expected"] == "allow"
+        if row.get("unsafe"):
+            unsafe_total += 1
+            unsafe_stored += decision == "allow"
+        if row.get("secret"):
+            unsafe_total += 1
+            stored = service.store.get(tenant, result.event_id) if result.event_id else None
+            unsafe_stored += stored is not None and row["secret"] in stored.model_dump_json()
+        if decision != row["expected"]:
+            wrong.append({"id": row["id"], "expected": row["expected"], "got": decision, "reasons": result.reasons})
+    return {
+        "write_precision": _ratio(allowed_right, allowed),
+        "write_recall": _ratio(allowed_right, expected_allow),
+        "policy_decision_accuracy": _ratio(correct, len(rows)),
+        "unsafe_write_rate": unsafe_stored / unsafe_total if unsafe_total else 0.0,
+        "_wrong_decisions": wrong,
+    }
+
+
+def evaluate_isolation(
+    service: MemoryService,
+    queries: list[dict[str, Any]],
+    keys: dict[str, str],
+    episodes: list[dict[str, Any]],
+    tenants: tuple[str, str],
+) -> dict[str, Any]:
+    """Cross-tenant and cross-actor leaks, attribution and citation coverage, over every query."""
+    own, other = tenants
+    actor_of = {keys[e["key"]]: e["actorId"] for e in episodes}
+    tenant_leaks = actor_leaks = attributed = recalled = cited = 0
+    for tenant in (own, other):
+        caller = Caller(tenant_id=tenant, role=Role.AGENT, principal_id="eval:agent")
+        for q in queries:
+            response = service.recall(caller, RecallRequest(query=q["query"], actor_id=q.get("actorId"), limit=10))
+            for item in response.items:
+                recalled += 1
+                tenant_leaks += item.episode.tenant_id != tenant
+                actor_leaks += q.get("actorId") is not None and item.episode.actor_id != q["actorId"]
+                cited += bool(item.episode.source_refs)
+                if tenant == own:
+                    attributed += actor_of.get(item.episode.event_id) == item.episode.actor_id
+            cited -= len(response.items) - response.context.count("\n  source: ")
+    other_caller = Caller(tenant_id=other, role=Role.AGENT, principal_id="eval:agent")
+    for event_id in list(keys.values())[:50]:  # another tenant's ids are not found either
+        try:
+            service.get(other_caller, event_id)
+            tenant_leaks += 1
+        except NotFoundError:
+            pass
+    own_recalled = recalled / 2 if recalled else 0
+    return {
+        "cross_tenant_leaks": tenant_leaks,
+        "cross_actor_leaks": actor_leaks,
+        "attribution_accuracy": attributed / own_recalled if own_recalled else 1.0,
+        "citation_coverage": _ratio(cited, recalled),
+    }
+
+
+def evaluate_forgetting(
+    service: MemoryService, clock: ManualClock, tenant: str, episodes: list[dict[str, Any]], keys: dict[str, str]
+) -> dict[str, Any]:
+    """Corrections, stale recall, deletion from every read path, expiry into the archive."""
+    agent = Caller(tenant_id=tenant, role=Role.AGENT, principal_id="eval:agent")
+    operator = Caller(tenant_id=tenant, role=Role.OPERATOR, principal_id="eval:operator")
+    prefs = [e for e in episodes if e["eventType"] == "user_preference_stated"][:20]
+    corrected = stale = 0
+    for e in prefs:
+        old_id = keys[e["key"]]
+        correction = {
+            "eventType": "correction_received",
+            "summary": f"Correction, this replaces an earlier note: {e['summary']}",
+            "occurredAt": clock.now().isoformat(),
+            "sourceRefs": ["eval:correction"],
+            "sourceTrust": "user_provided",
+        }
+        new = service.correct(agent, old_id, EpisodeProposal.model_validate(correction))
+        found = [
+            i.episode.event_id
+            for i in service.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"])).items
+        ]
+        stale += old_id in found
+        old = service.store.get(tenant, old_id)
+        corrected += new.event_id in found and old is not None and old.status is Status.SUPERSEDED
+    victims = [e for e in episodes if e["eventType"] not in ("user_preference_stated",)][:20]
+    deleted = 0
+    for e in victims:
+        event_id = keys[e["key"]]
+        service.erase(operator, event_id)
+        gone = service.store.get(tenant, event_id) is None
+        listed = service.timeline(operator, actor_id=e["actorId"], statuses=list(Status), limit=200).items
+        gone &= event_id not in [x.event_id for x in listed]
+        recall = service.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"], limit=20))
+        gone &= event_id not in [i.episode.event_id for i in recall.items]
+        gone &= not service.archive.contains(tenant, event_id)
+        deleted += gone
+    expiring = []
+    for n in range(20):
+        result = service.remember(agent, EpisodeProposal.model_validate({
+            "eventType": "tool_observed_event", "actorId": "eval-expiry", "occurredAt": clock.now().isoformat(),
+            "summary": f"Temporary access code {n} for the staging VPN bastion issued to the on-call engineer",
+            "sourceRefs": [f"eval:expiry-{n}"], "sourceTrust": "tool_result",
+            "retention": {"expiresAt": (clock.now() + timedelta(days=1)).isoformat()},
+        }))  # fmt: skip
+        expiring.append(result.event_id)
+    clock.current += timedelta(days=2)
+    service.sweep()
+    recall = service.recall(agent, RecallRequest(query="temporary access code staging VPN", actor_id="eval-expiry"))
+    recalled = {i.episode.event_id for i in recall.items}
+    timeline = {e.event_id for e in service.timeline(operator, actor_id="eval-expiry", statuses=list(Status)).items}
+    expired = sum(
+        i is not None
+        and service.store.get(tenant, i) is None
+        and i not in recalled
+        and i not in timeline
+        and service.archive.contains(tenant, i)
+        for i in expiring
+    )
+    return {
+        "correction_success": _ratio(corrected, len(prefs)),
+        "stale_recall_rate": stale / len(prefs) if prefs else 0.0,
+        "deletion_success": _ratio(deleted, len(victims)),
+        "expiry_success": _ratio(expired, len(expiring)),
+    }
+
+
+def run_suite(service: MemoryService, clock: ManualClock, suite: Path, k: int = 10) -> dict[str, Any]:
+    """Every metric of the governance and retrieval evaluation, on a fresh service."""
+    episodes, queries = load_set(suite / "retrieval")
+    agent = Caller(tenant_id="acme", role=Role.AGENT, principal_id="eval:agent")
+    keys = load_episodes(service, agent, episodes)
+    load_episodes(service, agent.model_copy(update={"tenant_id": "globex"}), episodes)
+    retrieval = evaluate_retrieval(service, agent, queries, keys, k=k, modes=["hybrid"])["hybrid"]
+    metrics: dict[str, Any] = {f"retrieval_recall_at_{k}": retrieval.recall, f"retrieval_ndcg_at_{k}": retrieval.ndcg}
+    metrics.update(evaluate_isolation(service, queries, keys, episodes, ("acme", "globex")))
+    writes = suite / "scenarios" / "writes.jsonl"
+    if writes.exists():
+        rows = [json.loads(line) for line in writes.read_text().splitlines() if line.strip()]
+        metrics.update(evaluate_writes(service, "writes", rows))
+    metrics.update(evaluate_forgetting(service, clock, "acme", episodes, keys))
+    return metrics
+
+
+def check_thresholds(metrics: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
+    """The regressions: each metric below its recorded ``min`` or above its ``max``."""
+    failures = []
+    for name, bound in thresholds.items():
+        if name.startswith("//"):
+            continue
+        value = metrics.get(name)
+        if value is None:
+            failures.append(f"{name}: not measured")
+        elif "min" in bound and value < bound["min"]:
+            failures.append(f"{name}: {value:.4f} < {bound['min']}")
+        elif "max" in bound and value > bound["max"]:
+            failures.append(f"{name}: {value:.4f} > {bound['max']}")
+    return failures

@@ -292,7 +292,10 @@ def test_given_two_batches_due_when_the_sweep_runs_then_it_loops_once_and_finish
         "MoreToForget",
         "Done",
     ]
-    assert workflows.lambda_calls(execution) == [{"FunctionName": FORGET, "Payload": {"dryRun": False}}] * 2
+    assert workflows.lambda_calls(execution) == [  # the second page resumes from the first page's cursor
+        {"FunctionName": FORGET, "Payload": {"dryRun": False, "cursor": None}},
+        {"FunctionName": FORGET, "Payload": {"dryRun": False, "cursor": "page-2"}},
+    ]
     assert json.loads(result["output"]) == {"sweep": {"archived": 3, "more": False, "cursor": None}}
 
 
