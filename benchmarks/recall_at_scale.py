@@ -62,7 +62,7 @@ def plan_scopes(total: int, wanted: list[int]) -> list[int]:
 
 
 def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.Generator) -> None:
-    """The first episodes belong to one actor per scope (scope-<size>), the rest to 97 others."""
+    """The first episodes belong to one actor per scope (scope-<i>), the rest to 97 others."""
     bounds = list(np.cumsum(scopes))
     template = Episode.model_validate(
         {
@@ -78,7 +78,7 @@ def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.G
         puts = []
         for i in range(count):
             n = start + i
-            actor = next((f"scope-{s}" for s, b in zip(scopes, bounds, strict=True) if n < b), f"other-{n % 97}")
+            actor = next((f"scope-{i}" for i, b in enumerate(bounds) if n < b), f"other-{n % 97}")
             episode = template.model_copy(update={"event_id": f"E{n:08d}", "actor_id": actor, "summary": f"event {n}"})
             puts.append(NewEpisode(episode, vectors[i], EMBEDDER))
         store.apply(Changes(tenant_id="acme", put=puts))
@@ -121,8 +121,8 @@ def main() -> int:
             all_actors = np.array([r[1] for r in rows])
             matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), DIM)
             as_lists = [(r[0], r[1], np.frombuffer(r[2], dtype=np.float32).tolist()) for r in rows]
-            for size in scopes:
-                actor = f"scope-{size}"
+            for i, size in enumerate(scopes):
+                actor = f"scope-{i}"
                 scope = Scope(tenant_id="acme", now=NOW, actor_id=actor)
                 scope_mask = all_actors == actor
                 queries = embedding_like(rng, args.queries + 1)

@@ -199,9 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--thresholds", default=None, help="default: <suite>/thresholds.json")
     evaluate.add_argument("--out", default="eval-report.json")
     evaluate.set_defaults(func=_eval)
+    # `bench` has its own options (--full, --writes, --sizes, --out): its parser handles them.
+    sub.add_parser("bench", help="measure throughput, latency, cold starts; write BENCHMARKS.md", add_help=False)
     demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
     demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
     demo.set_defaults(func=_demo)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from benchmarks.run import main as bench_main
+
+        return bench_main(argv[1:])
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -1,0 +1,276 @@
+"""`episodic bench` / `make bench`: every performance figure of the project, in one run.
+
+Prints a table and writes ``BENCHMARKS.md`` with the machine it ran on:
+
+* write throughput through policy and store, with the real embedder and without it
+  (vectors computed beforehand), against raw SQLite inserts and the embedder's own batch
+  throughput in the same run, as ratios;
+* recall latency p50/p99 by corpus and scope size (``recall_at_scale``);
+* end-to-end API latency through the local HTTP server;
+* cold import time of each Lambda handler module, and the size of each deployment package;
+* peak memory of the run.
+
+Figures are measured, never asserted. ``--quick`` (the default) fits in CI; ``--full`` runs
+the 1M-episode corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HANDLERS = ["functions.api", "functions.stream", "functions.events", "functions.workflows"]
+
+
+def _progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> dict[str, Any]:
+    import numpy as np
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    blas = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {}).get("name", "?")
+    return {
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory, 1),
+        "python": platform.python_version(),
+        "numpy_blas": blas,
+        "system": platform.platform(),
+    }
+
+
+class _Precomputed:
+    """Benchmark harness: hands out vectors computed before the timer started, to time the
+    write path *without* embedding (the real model made them)."""
+
+    def __init__(self, real: Any, texts: list[str]) -> None:
+        self.name, self.dimension = real.name, real.dimension
+        self._vectors = dict(zip(texts, real.embed(texts), strict=True))
+
+    def embed(self, texts: list[str]) -> list[Any]:
+        return [self._vectors[t] for t in texts]
+
+
+def write_throughput(count: int) -> dict[str, float]:
+    from benchmarks.ingest_throughput import proposals
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.embedder import MiniLMEmbedder
+    from episodic.model import Caller, Role
+    from episodic.settings import Settings
+
+    real = MiniLMEmbedder(cache_size=0)
+    real.embed(["warm up"])
+    caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
+    items = proposals(count, "bench")
+    texts = [p.summary for p in items]
+    t0 = time.perf_counter()
+    real.embed(texts)
+    model_rate = count / (time.perf_counter() - t0)
+    precomputed_items = proposals(count, "pre")
+    precomputed = _Precomputed(real, [p.summary for p in precomputed_items])
+    rates = {}
+    for label, embedder, batch in (
+        ("with_embedding", real, items),
+        ("without_embedding", precomputed, precomputed_items),
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
+            service.policy.chatter  # noqa: B018 - train outside the timer
+            t0 = time.perf_counter()
+            for start in range(0, count, 100):
+                service.remember_batch(caller, batch[start : start + 100])
+            rates[label] = count / (time.perf_counter() - t0)
+            service.store.close()  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE raw (id INTEGER PRIMARY KEY, doc TEXT)")
+        docs = [p.model_dump_json() for p in items]
+        t0 = time.perf_counter()
+        for start in range(0, count, 100):
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO raw (doc) VALUES (?)", [(d,) for d in docs[start : start + 100]])
+            conn.execute("COMMIT")
+        raw_rate = count / (time.perf_counter() - t0)
+        conn.close()
+    return {
+        "model_texts_per_s": model_rate,
+        "raw_sqlite_per_s": raw_rate,
+        **{f"{k}_per_s": v for k, v in rates.items()},
+    }
+
+
+def api_latency(requests: int) -> dict[str, float]:
+    import httpx
+
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.server import create_server
+    from episodic.adapters.local.tokens import TokenBook, parse_tokens
+    from episodic.settings import Settings
+    from functions import api
+
+    token = "bench-token-000000001"
+    with tempfile.TemporaryDirectory() as tmp:
+        service = build_local_service(Settings(data_dir=Path(tmp)))
+        api.set_service(service)
+        server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(f"{token}=acme:agent"), "bench"), api.handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        client = httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}",
+                              headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
+        timings: dict[str, list[float]] = {"write": [], "recall": []}
+        for n in range(requests + 1):
+            body = {"eventType": "tool_observed_event", "actorId": f"a{n % 5}", "occurredAt": "2026-11-28T10:00:00Z",
+                    "summary": f"Nightly export {n} wrote {n * 7} rows to the warehouse", "sourceRefs": [f"job:{n}"],
+                    "sourceTrust": "tool_result"}  # fmt: skip
+            t0 = time.perf_counter()
+            assert client.post("/v1/episodes", json=body).status_code == 201
+            write = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            assert (
+                client.post("/v1/recall", json={"query": f"rows exported {n}", "actorId": f"a{n % 5}"}).status_code
+                == 200
+            )
+            recall = (time.perf_counter() - t0) * 1000
+            if n:  # the first pair loads the model
+                timings["write"].append(write)
+                timings["recall"].append(recall)
+        server.shutdown()
+        server.server_close()
+        api.set_service(None)
+        service.store.close()  # type: ignore[attr-defined]
+    return {
+        f"{kind}_{q}_ms": statistics.quantiles(values, n=100)[p - 1] if len(values) > 2 else max(values)
+        for kind, values in timings.items()
+        for q, p in (("p50", 50), ("p99", 99))
+    }
+
+
+def cold_imports() -> dict[str, float]:
+    out = {}
+    for module in HANDLERS:
+        code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+        runs = [float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                                     check=True).stdout) for _ in range(3)]  # fmt: skip
+        out[module] = min(runs) * 1000
+    return out
+
+
+def package_sizes() -> dict[str, int]:
+    """Zipped size of the function code and of the core layer (its source; `make layer` adds deps)."""
+
+    def zipped(folder: Path, prefix: str) -> int:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in folder.rglob("*"):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    archive.write(path, f"{prefix}/{path.relative_to(folder)}")
+        return len(buffer.getvalue())
+
+    sizes = {"functions (all handlers)": zipped(ROOT / "functions", "functions"),
+             "layer: episodic source": zipped(ROOT / "layers" / "episodic", "python/episodic")}  # fmt: skip
+    built = ROOT / "build" / "layer"
+    if built.is_dir():
+        sizes["layer: built with dependencies"] = zipped(built, "")
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="episodic bench")
+    parser.add_argument("--full", action="store_true", help="the 1M-episode corpus too (long)")
+    parser.add_argument("--writes", type=int, default=None)
+    parser.add_argument("--sizes", default=None, help="tenant sizes for recall, e.g. 10000,100000")
+    parser.add_argument("--api-requests", type=int, default=50)
+    parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    args = parser.parse_args(argv)
+    writes = args.writes or (5000 if args.full else 500)
+    sizes = args.sizes or ("10000,100000,1000000" if args.full else "10000")
+
+    info = machine()
+    _progress(f"write throughput ({writes} episodes)")
+    w = write_throughput(writes)
+    _progress(f"recall latency (tenants {sizes})")
+    recall = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "recall_at_scale.py"), "--sizes", sizes, "--queries", "30"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout.strip()  # fmt: skip
+    _progress(f"API latency ({args.api_requests} writes + recalls)")
+    latency = api_latency(args.api_requests)
+    _progress("cold imports and package sizes")
+    imports, sizes_bytes = cold_imports(), package_sizes()
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    lines = [
+        "# Benchmarks",
+        "",
+        "Measured by `episodic bench` (`make bench`; `--full` for the 1M corpus). Figures, not assertions;",
+        "the machine is shared, so compare ratios within one run rather than absolute times across runs.",
+        "",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
+        "",
+        "## Write throughput (local backend, batches of 100)",
+        "",
+        "| path | per second | vs model batch | vs raw SQLite |",
+        "|---|---:|---:|---:|",
+        f"| embedder alone (one batch) | {w['model_texts_per_s']:.0f} | 1.00 | |",
+        f"| raw SQLite inserts (same docs, WAL, FULL sync) | {w['raw_sqlite_per_s']:.0f} | | 1.00 |",
+        f"| policy + embed + store | {w['with_embedding_per_s']:.0f} "
+        f"| {w['with_embedding_per_s'] / w['model_texts_per_s']:.2f} "
+        f"| {w['with_embedding_per_s'] / w['raw_sqlite_per_s']:.3f} |",
+        f"| policy + store (vectors precomputed) | {w['without_embedding_per_s']:.0f} | "
+        f"| {w['without_embedding_per_s'] / w['raw_sqlite_per_s']:.3f} |",
+        "",
+        "## Scoped recall latency (vector path, query embedding excluded)",
+        "",
+        "```",
+        recall,
+        "```",
+        "",
+        "## End-to-end API latency (local HTTP server, real model)",
+        "",
+        "| request | p50 | p99 |",
+        "|---|---:|---:|",
+        f"| POST /v1/episodes | {latency['write_p50_ms']:.1f} ms | {latency['write_p99_ms']:.1f} ms |",
+        f"| POST /v1/recall | {latency['recall_p50_ms']:.1f} ms | {latency['recall_p99_ms']:.1f} ms |",
+        "",
+        "## Lambda handlers: cold import (best of 3, fresh interpreter) and package size (zipped)",
+        "",
+        "| module | cold import |",
+        "|---|---:|",
+        *[f"| `{m}` | {ms:.0f} ms |" for m, ms in imports.items()],
+        "",
+        "| package | zipped |",
+        "|---|---:|",
+        *[f"| {name} | {size / 1024:.0f} KiB |" for name, size in sizes_bytes.items()],
+        "",
+        f"Peak memory of the benchmark process: {peak_mib:.0f} MiB.",
+        "",
+    ]
+    report = "\n".join(lines)
+    print(report)
+    Path(args.out).write_text(report)
+    print(json.dumps({"written": args.out}), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
