@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run demo test test-fast lint typecheck bench bench-recall clean
+.PHONY: setup run demo test test-fast lint typecheck eval bench bench-recall clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: setup  ## the whole test suite (real SQLite, real MiniLM model)
 
 test-fast: setup  ## unit tests only
 	$(BIN)/python -m pytest tests/unit -q
+
+eval: setup  ## the governance and retrieval metrics against tests/evals/thresholds.json
+	$(BIN)/episodic eval
 
 bench: setup  ## every figure: throughput, recall latency, API latency, cold imports; writes BENCHMARKS.md
 	$(BIN)/episodic bench
