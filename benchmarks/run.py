@@ -63,7 +63,8 @@ class _Precomputed:
     write path *without* embedding (the real model made them)."""
 
     def __init__(self, real: Any, texts: list[str]) -> None:
-        self.name, self.dimension = real.name, real.dimension
+        self.name: str = real.name
+        self.dimension: int = real.dimension
         self._vectors = dict(zip(texts, real.embed(texts), strict=True))
 
     def embed(self, texts: list[str]) -> list[Any]:

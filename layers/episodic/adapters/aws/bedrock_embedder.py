@@ -20,7 +20,6 @@ the AWS error code but never the text.
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 from collections import OrderedDict
@@ -30,9 +29,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from episodic.adapters.aws.bedrock_calls import RetryPolicy, call_bedrock
 from episodic.errors import StorageError
 
 DEFAULT_MODEL_ID = "amazon.titan-embed-text-v2:0"
@@ -61,6 +59,7 @@ wait up to the cap is longer than the one before. The four waits of a text add u
 seconds (botocore's own retries of each attempt come on top)."""
 
 _RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
+_POLICY = RetryPolicy(_RETRYABLE, MAX_ATTEMPTS, BASE_DELAY, MAX_DELAY)
 """Errors that go away by waiting. Everything else (AccessDenied, Validation, ResourceNotFound,
 ...) would fail the same way again and is raised at once."""
 
@@ -156,26 +155,19 @@ class TitanEmbedder:
     def _embed_one(self, text: str) -> Float32Vector:
         """Invoke Titan for one text, waiting and retrying while it is throttled or not ready."""
         body = json.dumps({"inputText": text, "dimensions": self._dimensions, "normalize": self._normalize})
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = self._client.invoke_model(
-                    modelId=self._model_id,
-                    body=body.encode("utf-8"),
-                    contentType="application/json",
-                    accept="application/json",
-                )
-                return self._vector_from(response["body"].read())
-            except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code", "Unknown")
-                if code not in _RETRYABLE:
-                    raise EmbeddingError(f"Titan embedding failed ({code})") from exc
-                if attempt == MAX_ATTEMPTS:
-                    raise EmbeddingError(f"Titan embedding failed after {attempt} attempts ({code})") from exc
-            except (BotoConnectionError, HTTPClientError) as exc:
-                raise EmbeddingError("Titan embedding failed (connection failed)") from exc
-            self._sleep(_backoff(attempt))
+        response = call_bedrock(
+            lambda: self._client.invoke_model(
+                modelId=self._model_id,
+                body=body.encode("utf-8"),
+                contentType="application/json",
+                accept="application/json",
+            ),
+            what="Titan embedding",
+            error=EmbeddingError,
+            policy=_POLICY,
+            sleep=self._sleep,
+        )
+        return self._vector_from(response["body"].read())
 
     def _vector_from(self, payload: bytes) -> Float32Vector:
         try:
@@ -186,8 +178,3 @@ class TitanEmbedder:
             raise EmbeddingError(f"Titan embedding: expected {self._dimensions} dimensions, got shape {vector.shape}")
         vector.flags.writeable = False
         return vector
-
-
-def _backoff(attempt: int) -> float:
-    ceiling = min(MAX_DELAY, BASE_DELAY * 2 ** (attempt - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)

@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
-
+from episodic.adapters.aws.bedrock_calls import RetryPolicy, call_bedrock
 from episodic.errors import StorageError
 from episodic.grounding import SourceFacts
 from episodic.model import Episode
@@ -53,6 +50,7 @@ to wait, and spreading out the actors' calls is the point."""
 _RETRYABLE = frozenset(
     {"ThrottlingException", "ServiceUnavailableException", "ServiceUnavailable", "ModelNotReadyException"}
 )
+_POLICY = RetryPolicy(_RETRYABLE, MAX_ATTEMPTS, BASE_DELAY, MAX_DELAY)
 
 MAX_EVENT_CHARS = 40_000
 """The most JSON the events block may hold. Episodes are taken newest first until the next one
@@ -214,21 +212,13 @@ class ConverseSummariser:
         return shown
 
     def _converse(self, request: dict[str, Any]) -> tuple[str, str]:
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = self._client.converse(**request)
-                break
-            except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code", "Unknown")
-                if code not in _RETRYABLE:
-                    raise SummariserError(f"Bedrock summary failed ({code})") from exc
-                if attempt == MAX_ATTEMPTS:
-                    raise SummariserError(f"Bedrock summary failed after {attempt} attempts ({code})") from exc
-            except (BotoConnectionError, HTTPClientError) as exc:
-                raise SummariserError("Bedrock summary failed (connection failed)") from exc
-            self._sleep(_backoff(attempt))
+        response = call_bedrock(
+            lambda: self._client.converse(**request),
+            what="Bedrock summary",
+            error=SummariserError,
+            policy=_POLICY,
+            sleep=self._sleep,
+        )
         stop_reason = str(response.get("stopReason", ""))
         if stop_reason in ("guardrail_intervened", "content_filtered"):
             raise SummariserError(f"Bedrock summary refused ({stop_reason})")
@@ -238,8 +228,3 @@ class ConverseSummariser:
         except (KeyError, TypeError) as exc:
             raise SummariserError("Bedrock summary: the response holds no readable message") from exc
         return text, stop_reason
-
-
-def _backoff(attempt: int) -> float:
-    ceiling = min(MAX_DELAY, BASE_DELAY * 2 ** (attempt - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
