@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import zipfile
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ class _Precomputed:
         self.dimension: int = real.dimension
         self._vectors = dict(zip(texts, real.embed(texts), strict=True))
 
-    def embed(self, texts: list[str]) -> list[Any]:
+    def embed(self, texts: Sequence[str]) -> list[Any]:
         return [self._vectors[t] for t in texts]
 
 
