@@ -84,9 +84,11 @@ def write_throughput(count: int) -> dict[str, float]:
     caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
     items = proposals(count, "bench")
     texts = [p.summary for p in items]
-    t0 = time.perf_counter()
-    real.embed(texts)
-    model_rate = count / (time.perf_counter() - t0)
+    model_rate = 0.0
+    for _ in range(3):  # best of three: the machine is shared, a slow run says nothing about the model
+        t0 = time.perf_counter()
+        real.embed(texts)
+        model_rate = max(model_rate, count / (time.perf_counter() - t0))
     precomputed_items = proposals(count, "pre")
     precomputed = _Precomputed(real, [p.summary for p in precomputed_items])
     rates = {}

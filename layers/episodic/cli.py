@@ -139,7 +139,10 @@ def _eval(args: argparse.Namespace) -> int:
     import json
     import tempfile
 
+    from aws_lambda_powertools import Logger
+
     from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.notifier import LogReviewNotifier
     from episodic.evaluation import SUITE_NOW, ManualClock, check_thresholds, run_suite
     from episodic.settings import Settings
 
@@ -151,6 +154,7 @@ def _eval(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="episodic-eval-") as tmp:
         print("running the evaluation suite against a fresh local service (real model) ...", flush=True)
         service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
+        service.notifier = LogReviewNotifier(Logger(service="episodic-review", level="WARNING"))  # a quiet table
         metrics = run_suite(service, clock, suite)
         service.store.close()  # type: ignore[attr-defined]
     thresholds_path = Path(args.thresholds or suite / "thresholds.json")

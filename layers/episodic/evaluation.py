@@ -158,7 +158,9 @@ def evaluate_writes(service: MemoryService, tenant: str, rows: list[dict[str, An
     correct = allowed = allowed_right = expected_allow = unsafe_total = unsafe_stored = 0
     wrong: list[dict[str, Any]] = []
     for row in rows:
-        proposal = EpisodeProposal.model_validate(row["proposal"])
+        # The set judges the policy, not references: ids it supersedes do not exist here.
+        fields = {k: v for k, v in row["proposal"].items() if k != "supersedesEventIds"}
+        proposal = EpisodeProposal.model_validate(fields)
         result = service.remember(callers[row.get("caller", "agent")], proposal)
         decision = result.decision.value
         correct += decision == row["expected"]

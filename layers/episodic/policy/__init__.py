@@ -37,7 +37,7 @@ from episodic.policy.chatter import ChatterClassifier, default_classifier
 from episodic.policy.instructions import looks_like_injection, looks_like_standing_order
 from episodic.policy.secrets import redact
 
-POLICY_VERSION = "2026-11-29.1"
+POLICY_VERSION = "2026-11-29.2"
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""
@@ -100,7 +100,9 @@ class WritePolicy:
             reasons.append("already_expired")
         if p.event_type is EventType.HUMAN_APPROVAL and not p.resource_refs:
             reasons.append("approval_without_resource")
-        if self._is_chatter(p):
+        # Instruction-like text is a security event a human should see, even when it is short
+        # enough to look like chatter: it goes to review, not to the chatter denial.
+        if not _instruction_like(p) and self._is_chatter(p):
             reasons.append("not_memorable")
         return reasons
 
@@ -110,7 +112,7 @@ class WritePolicy:
             reasons.append("untrusted_source")
         text = proposal_text(p)
         from_operator = caller.is_operator and p.proposed_by is ProposedBy.OPERATOR
-        if not from_operator and (looks_like_injection(text) or looks_like_standing_order(text)):
+        if not from_operator and _instruction_like(p):
             reasons.append("instruction_like_content")
         is_policy_memory = bool(POLICY_TAGS.intersection(p.tags)) or looks_like_standing_order(text)
         if is_policy_memory and p.proposed_by is ProposedBy.MODEL:
@@ -122,6 +124,11 @@ class WritePolicy:
         if p.details is not None or p.decisions or p.outcome or p.success is not None:
             return False
         return self.chatter.is_chatter(p.summary, p.event_type.value)
+
+
+def _instruction_like(p: EpisodeProposal) -> bool:
+    text = proposal_text(p)
+    return looks_like_injection(text) or looks_like_standing_order(text)
 
 
 def _missing_essentials(p: EpisodeProposal) -> list[str]:

@@ -21,9 +21,9 @@ _CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
 _LABEL = (
     r"(?i:\b(?:password|passwd|pwd|passphrase|secret|api[_ -]?key|access[_ -]?token|auth[_ -]?token|"
     r"client[_ -]?secret|aws_secret_access_key)\b)"
-    r"(?:\s*\([^)\n]{0,30}\)|\s+for\s+[^.:=\n]{1,40}?)?"
+    r"(?:\s*\([^)\n]{0,30}\)|\s+(?:for|on|of)\s+[^.:=\n]{1,40}?)?"
 )
-_VERB = r"\s+(?i:is|was)(?:\s+(?i:now|still|set\s+to|changed\s+to))?"
+_VERB = r"\s+(?i:is|was|to)(?:\s+(?i:now|still|set\s+to|changed\s+to))?"
 _QUOTED = r"\"[^\"]{3,}\"|'[^']{3,}'"
 _STRONG_PAIR = re.compile(_LABEL + r"(\s*(?::=|->|[:=])\s*|" + _VERB + r"\s*:\s*)(" + _QUOTED + r"|[^\s,;]{3,})")
 """``password: x``, ``api_key=x``, ``password is: x`` -- an explicit separator: any value is secret."""
@@ -42,6 +42,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
 ]
+
+_URL_CREDENTIAL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]{3,})(@)")
+"""``scheme://user:password@host`` (database URLs, brokers): the password part is a secret."""
 
 
 def luhn_valid(digits: str) -> bool:
@@ -92,6 +95,12 @@ def redact(text: str) -> Redacted:
 
     for pattern in (_STRONG_PAIR, _WEAK_PAIR):
         text = pattern.sub(_pair, text)
+
+    def _url(match: re.Match[str]) -> str:
+        kinds.append("connection_string")
+        return match.group(1) + "[REDACTED:credential]" + match.group(3)
+
+    text = _URL_CREDENTIAL.sub(_url, text)
     return Redacted(text=text, kinds=tuple(dict.fromkeys(kinds)))
 
 
