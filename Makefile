@@ -6,14 +6,16 @@ PYTHON ?= python3
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# jsii (under aws-cdk-lib) warns on every start that this machine's Node 20 is past its end of life.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: setup run demo test test-fast lint typecheck eval bench bench-recall clean
+.PHONY: setup run demo test test-fast lint typecheck eval bench bench-recall synth layer clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_SPEC)
-	$(BIN)/pip install --quiet -e ".[local,aws,dev]"
+	$(BIN)/pip install --quiet -e ".[local,aws,dev,infra]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -39,12 +41,21 @@ bench: setup  ## every figure: throughput, recall latency, API latency, cold imp
 bench-recall: setup  ## structured recall latency vs the textbook loop, printed (not asserted)
 	$(BIN)/python benchmarks/structured_recall.py --episodes 20000 --queries 200
 
-lint: setup
+# cfn-lint's W3005: CDK puts a DependsOn on each function's role beside the GetAtt that already implies it.
+lint: setup synth
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
+
+synth: setup  ## the CDK app into cdk.out, cdk-nag checked; no Docker, no credentials (STAGE=prod for another stage)
+	rm -rf cdk.out
+	$(if $(STAGE),CDK_CONTEXT_JSON='{"stage": "$(STAGE)"}') $(BIN)/python -m infra.app
+
+layer: setup  ## the layer's dependencies for Lambda (Python 3.13, arm64) into build/layer; run before deploying
+	$(BIN)/python -m infra.layer
 
 typecheck: setup
 	$(BIN)/mypy layers/episodic functions
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache cdk.out build

@@ -1,0 +1,52 @@
+"""The CDK app: ``python -m infra.app`` (what ``cdk.json`` runs, and ``make synth``).
+
+Synthesises one ``EpisodicStack`` for the context's stage into ``cdk.out``. cdk-nag's AWS
+Solutions checks run as a CDK validation plugin: an unacknowledged finding fails the synth
+(``ValidationFailed``, details in ``cdk.out/validation-report.json``). Needs no Docker, no
+network and no AWS credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from infra.components.code import layer_dependencies
+from infra.config import ROOT, StageConfig, cdk_json_context, stage_config
+from infra.stacks.episodic import EpisodicStack
+
+CONTEXT_KEYS = ("stage", "config", "episodic")
+
+
+def build(
+    context: dict[str, Any] | None = None, *, outdir: str | None = None, dependencies: Path | None = None
+) -> tuple[cdk.App, EpisodicStack]:
+    """The app and its stack. ``context`` overrides ``cdk.json`` (the CLI's ``-c`` values arrive
+    through ``CDK_CONTEXT_JSON`` and override both)."""
+    app = cdk.App(context={**cdk_json_context(), **(context or {})}, outdir=outdir)
+    config: StageConfig = stage_config({key: app.node.try_get_context(key) for key in CONTEXT_KEYS})
+    stack = EpisodicStack(app, f"Episodic-{config.stage}", config=config, layer_dependencies=dependencies)
+    cdk.Tags.of(stack).add("service", "episodic-memory")
+    cdk.Tags.of(stack).add("stage", config.stage)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
+    return app, stack
+
+
+def main() -> None:
+    dependencies = layer_dependencies()
+    if dependencies is None:
+        print(
+            "note: build/layer is missing, so the layer holds the episodic source only -- run `make layer` "
+            "before deploying"
+        )
+    outdir = None if os.environ.get("CDK_OUTDIR") else str(ROOT / "cdk.out")
+    app, _ = build(outdir=outdir, dependencies=dependencies)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

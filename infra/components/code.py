@@ -1,0 +1,82 @@
+"""The Lambda code: the thin handlers as one asset, the ``episodic`` core as one layer.
+
+Both are staged by *local* bundling (a Python callback CDK runs instead of Docker), so a
+synth needs neither Docker nor network:
+
+* the function asset holds ``functions/*.py`` as the package ``functions`` (handlers are
+  ``functions.api.handler`` and so on, as locally) and the ingestion mapping file;
+* the layer holds ``python/episodic`` (current source, always) plus the third-party
+  dependencies that ``make layer`` installed for Lambda's Python 3.13 on arm64 into
+  ``build/layer/python``. Without that build the layer carries the pure-Python source only:
+  enough to synthesise, test and lint the template, **not** to run -- deploy after
+  ``make layer``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.config import LAYER_BUILD, LAYER_READY, ROOT
+
+FUNCTIONS_DIR = ROOT / "functions"
+CORE_DIR = ROOT / "layers" / "episodic"
+MAPPING_IN_ASSET = "ingest/mapping.json"
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache")
+
+
+@jsii.implements(cdk.ILocalBundling)
+class _CopyInto:
+    """Copy ``(source, destination)`` pairs into the asset's output directory, in order."""
+
+    def __init__(self, *copies: tuple[Path, str]) -> None:
+        self._copies = copies
+
+    def try_bundle(self, output_dir: str, *, image: cdk.DockerImage, **_: object) -> bool:
+        for source, destination in self._copies:
+            target = Path(output_dir) / destination
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=_IGNORE, dirs_exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+        return True
+
+
+def _bundled(source: Path, *copies: tuple[Path, str]) -> lambda_.Code:
+    return lambda_.Code.from_asset(
+        str(source),
+        asset_hash_type=cdk.AssetHashType.OUTPUT,
+        # Never pulled: local bundling always succeeds, the image is only a required field.
+        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused"), local=_CopyInto(*copies)),
+    )
+
+
+def layer_dependencies() -> Path | None:
+    """``build/layer/python`` when ``make layer`` completed, else None (source-only layer)."""
+    return LAYER_BUILD / "python" if LAYER_READY.exists() else None
+
+
+class LambdaCode(Construct):
+    """The function asset and the core layer, shared by every function of the stack."""
+
+    def __init__(self, scope: Construct, id: str, *, mapping_file: Path, dependencies: Path | None) -> None:
+        super().__init__(scope, id)
+        self.handlers = _bundled(FUNCTIONS_DIR, (FUNCTIONS_DIR, "functions"), (mapping_file, MAPPING_IN_ASSET))
+        copies = [(dependencies, "python")] if dependencies else []
+        copies.append((CORE_DIR, "python/episodic"))
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Core",
+            code=_bundled(CORE_DIR, *copies),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="episodic core + runtime dependencies (make layer)"
+            if dependencies
+            else "episodic core source only: run `make layer` before deploying",
+        )

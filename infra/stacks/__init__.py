@@ -1,0 +1,1 @@
+"""CDK stacks: ``EpisodicStack`` deploys the whole service for one stage."""
