@@ -38,7 +38,7 @@ def get_stream_processor() -> TimelineStreamProcessor:
         _stream_processor = TimelineStreamProcessor(
             store=DynamoTimelineStore(boto3.client("dynamodb"), settings.timeline_table, settings.audit_table),
             archive=S3ColdArchive(boto3.client("s3"), settings.archive_bucket, settings.archive_kms_key_id),
-            projection=opensearch_index(settings),
+            projection=opensearch_index(settings, ensure=True),
         )
     return _stream_processor
 

@@ -74,8 +74,12 @@ def embedder_identity(settings: Settings) -> tuple[str, int]:
     return MODEL_NAME, DIMENSION
 
 
-def opensearch_index(settings: Settings) -> Any:
-    """The OpenSearch recall index (also the stream's projection), or None without an endpoint."""
+def opensearch_index(settings: Settings, ensure: bool = False) -> Any:
+    """The OpenSearch recall index (also the stream's projection), or None without an endpoint.
+
+    ``ensure`` creates the index with its k-NN mapping if it is missing: the stream processor,
+    the first writer, asks for it, so a first document never auto-creates an index without one.
+    """
     if not settings.opensearch_endpoint:
         return None
     import boto3
@@ -85,7 +89,10 @@ def opensearch_index(settings: Settings) -> Any:
     region = settings.aws_region or boto3.session.Session().region_name or "us-east-1"
     client = client_for(settings.opensearch_endpoint, region, settings.opensearch_service)
     name, dimension = embedder_identity(settings)
-    return OpenSearchRecallIndex(client, settings.opensearch_index, dimension, name)
+    index = OpenSearchRecallIndex(client, settings.opensearch_index, dimension, name)
+    if ensure:
+        index.ensure_index()
+    return index
 
 
 def service_from_settings(settings: Settings) -> MemoryService:
