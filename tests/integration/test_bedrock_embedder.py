@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -21,7 +20,6 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.response import StreamingBody
-from botocore.stub import Stubber
 
 from episodic.adapters.aws import bedrock_embedder
 from episodic.adapters.aws.bedrock_embedder import EmbeddingError, TitanEmbedder
@@ -71,25 +69,6 @@ def unit(index: int, dimensions: int = 1024) -> list[float]:
     vector = [0.0] * dimensions
     vector[index] = 1.0
     return vector
-
-
-@pytest.fixture
-def client(aws_env: None) -> Any:
-    """A real bedrock-runtime client; ``aws_env`` sets fake credentials with monkeypatch."""
-    return boto3.client("bedrock-runtime", region_name="us-east-1")
-
-
-@pytest.fixture
-def stubber(client: Any) -> Iterator[Stubber]:
-    """Active for the whole test; any call nobody queued fails, and every queued call must happen."""
-    with Stubber(client) as stub:
-        yield stub
-        stub.assert_no_pending_responses()
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
 
 
 def test_given_duplicate_texts_when_embedded_then_order_is_kept_and_each_text_is_sent_once(client, stubber):

@@ -8,7 +8,6 @@ of what these tests fix. Nothing here has run against Bedrock itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +15,6 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
-from botocore.stub import Stubber
 
 from episodic.adapters.aws import bedrock_summariser
 from episodic.adapters.aws.bedrock_summariser import ConverseSummariser, SummariserError, UngroundedSummaryError
@@ -109,25 +107,6 @@ GOOD_REPLY = (
     "A deploy of checkout v2.4.1 failed and INC-2291 was opened; Alice Moreno rolled it back.\n"
     "A refund of 120.50 EUR was issued for ord_7781."
 )
-
-
-@pytest.fixture
-def client(aws_env: None) -> Any:
-    """A real bedrock-runtime client; ``aws_env`` sets fake credentials with monkeypatch."""
-    return boto3.client("bedrock-runtime", region_name="us-east-1")
-
-
-@pytest.fixture
-def stubber(client: Any) -> Iterator[Stubber]:
-    """Active for the whole test; any call nobody queued fails, and every queued call must happen."""
-    with Stubber(client) as stub:
-        yield stub
-        stub.assert_no_pending_responses()
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
 
 
 @pytest.fixture
