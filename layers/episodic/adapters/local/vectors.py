@@ -114,15 +114,20 @@ class VectorSearch:
         vectors = self._tenants.get(key)
         if vectors is None:
             vectors = self._tenants[key] = TenantVectors(dimension=dimension)
+        newest = conn.execute("SELECT max(rowid) FROM episodes").fetchone()[0] or 0
+        if newest <= vectors.watermark:
+            return vectors  # nothing written since the last look (the common case: O(1))
+        # NOT INDEXED: walk the rowid range, not the tenant index (which would visit every row).
         rows = conn.execute(
-            "SELECT rowid, vector FROM episodes WHERE tenant_id = ? AND embedder = ? AND rowid > ? "
+            "SELECT rowid, vector FROM episodes NOT INDEXED WHERE rowid > ? AND tenant_id = ? AND embedder = ? "
             "AND vector IS NOT NULL ORDER BY rowid",
-            (tenant_id, embedder, vectors.watermark),
+            (vectors.watermark, tenant_id, embedder),
         ).fetchall()
         if rows:
             ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
             vectors.append(ids, matrix)
+        vectors.watermark = max(vectors.watermark, newest)  # other tenants' rows need no second look
         return vectors
 
     def _ann(
