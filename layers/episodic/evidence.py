@@ -35,6 +35,11 @@ def render_context(items: Sequence[RecallItem]) -> str:
             f"  summary: {json.dumps(ep.summary, ensure_ascii=False)}\n"
             f"  confidence: {ep.confidence.value}\n"
             f"  source: {source}"
+            + "".join(
+                f"\n  same_session_turn: {n.occurred_at.isoformat().replace('+00:00', 'Z')} "
+                f"{json.dumps(n.summary, ensure_ascii=False)}"
+                for n in item.neighbours
+            )
         )
     blocks.append(FOOTER)
     return "\n".join(blocks)

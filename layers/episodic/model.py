@@ -297,6 +297,11 @@ class RecallRequest(CamelModel):
     occurred_before: UtcDatetime | None = None
     statuses: list[Status] = [Status.ACTIVE]
     limit: Annotated[int, Field(ge=1, le=100)] = 10
+    neighbours: Annotated[int, Field(ge=0, le=3)] = Field(
+        default=1,
+        description="For a recalled conversation turn, how many turns before and after it in the same "
+        "session to attach as context (0 to turn off).",
+    )
     interpret: bool = Field(
         default=True,
         description="Read time phrases ('last week', 'in October') in the query as a time window when no "
@@ -331,10 +336,19 @@ class ScoreComponents(CamelModel):
     weights: dict[str, float]
 
 
+class NeighbourTurn(CamelModel):
+    """A turn next to a recalled conversation turn in the same session: context, not a hit."""
+
+    event_id: str
+    occurred_at: UtcDatetime
+    summary: str
+
+
 class RecallItem(CamelModel):
     episode: Episode
     score: float
     components: ScoreComponents
+    neighbours: list[NeighbourTurn] = []
 
 
 class QueryInterpretation(CamelModel):

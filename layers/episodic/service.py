@@ -42,10 +42,12 @@ from episodic.model import (
     Episode,
     EpisodeProposal,
     EventType,
+    NeighbourTurn,
     PolicyDecision,
     PrivacyClass,
     ProposedBy,
     QueryInterpretation,
+    RecallItem,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -507,7 +509,7 @@ class MemoryService:
                 # A scope hint, not a filter: the named actors' episodes first, then the rest.
                 ranked.sort(key=lambda item: item.episode.actor_id not in hinted)
                 explained = explained.model_copy(update={"actor_hints": sorted(hinted)})
-        items = ranked[: request.limit]
+        items = [self._with_neighbours(caller, item, request.neighbours) for item in ranked[: request.limit]]
         recall_id = _new_id(now)
         returned = [item.episode.event_id for item in items]
         audit = AuditRecord(
@@ -526,6 +528,30 @@ class MemoryService:
         if returned:
             self.store.record_access(caller.tenant_id, returned, now)
         return RecallResponse(recall_id=recall_id, items=items, interpretation=explained, context=render_context(items))
+
+    def _with_neighbours(self, caller: Caller, item: RecallItem, count: int) -> RecallItem:
+        """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
+        before and after it in the same session (same actor, within an hour), as context."""
+        ep = item.episode
+        if count == 0 or ep.event_type is not EventType.CONVERSATION_TURN or not ep.session_id:
+            return item
+        window = timedelta(hours=1)
+        nearby = self.timeline(
+            caller,
+            actor_id=ep.actor_id,
+            event_types=[EventType.CONVERSATION_TURN],
+            occurred_after=ep.occurred_at - window,
+            occurred_before=ep.occurred_at + window,
+            limit=200,
+            newest_first=False,
+        ).items
+        same = [e for e in nearby if e.session_id == ep.session_id]
+        at = next((i for i, e in enumerate(same) if e.event_id == ep.event_id), None)
+        if at is None:
+            return item
+        chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]
+        turns = [NeighbourTurn(event_id=e.event_id, occurred_at=e.occurred_at, summary=e.summary) for e in chosen]
+        return item.model_copy(update={"neighbours": turns})
 
     # ------------------------------------------------------------------ feedback
 

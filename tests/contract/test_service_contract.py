@@ -371,3 +371,28 @@ def test_given_a_new_embedder_when_recalling_then_old_vectors_are_not_mixed_unti
     after = service.recall(AGENT, RecallRequest(query="phone the client back later this week", actor_id="user-1"))
     assert [i.episode.event_id for i in after.items] == [written.event_id]
     assert after.items[0].components.semantic > 0.3
+
+
+def test_given_a_recalled_conversation_turn_when_it_has_neighbours_then_they_come_as_context(service):
+    turns = [
+        ("s-1", 10, "User asked whether the annual plan can be paid by bank transfer"),
+        ("s-1", 11, "User confirmed they want the annual plan billed to the Lisbon entity"),
+        ("s-1", 12, "User asked for the invoice to show their VAT number PT509999990"),
+        ("s-2", 11, "User asked how to export the audit log to CSV for their compliance team"),
+    ]
+    ids = [
+        service.remember(
+            AGENT,
+            proposal(eventType="conversation_turn", sessionId=session, summary=text,
+                     occurredAt=f"2026-11-28T09:{minute}:00Z"),
+        ).event_id
+        for session, minute, text in turns
+    ]  # fmt: skip
+    request = RecallRequest(query="which entity is the annual plan billed to", actor_id="user-1", limit=1)
+    item = service.recall(AGENT, request).items[0]
+    assert item.episode.event_id == ids[1]
+    assert [n.event_id for n in item.neighbours] == [ids[0], ids[2]]  # same session only, in order
+    context = service.recall(AGENT, request).context
+    assert context.count("same_session_turn:") == 2 and "PT509999990" in context
+    quiet = service.recall(AGENT, request.model_copy(update={"neighbours": 0})).items[0]
+    assert quiet.neighbours == []
