@@ -205,10 +205,11 @@ def evaluate_isolation(
                 recalled += 1
                 tenant_leaks += item.episode.tenant_id != tenant
                 actor_leaks += q.get("actorId") is not None and item.episode.actor_id != q["actorId"]
-                cited += bool(item.episode.source_refs)
                 if tenant == own:
                     attributed += actor_of.get(item.episode.event_id) == item.episode.actor_id
-            cited -= len(response.items) - response.context.count("\n  source: ")
+            # Cited: the item carries its source, and the evidence block shows one source per item.
+            if response.context.count("\n  source: ") == len(response.items):
+                cited += sum(bool(i.episode.source_refs) for i in response.items)
     other_caller = Caller(tenant_id=other, role=Role.AGENT, principal_id="eval:agent")
     for event_id in list(keys.values())[:50]:  # another tenant's ids are not found either
         try:

@@ -292,6 +292,7 @@ class MemoryService:
         by_index = {i: (ep, vec) for (i, ep), vec in zip(storable, vectors, strict=True)}
 
         results: list[RememberResult] = []
+        requested: list[tuple[Review, Episode]] = []
         for i, (decision, _) in enumerate(judged):
             changes = Changes(tenant_id=caller.tenant_id)
             if i in by_index:
@@ -325,12 +326,12 @@ class MemoryService:
                     result=result.model_copy(update={"episode": None}).to_json_dict(),
                     created_at=now,
                 )
-            results.append(self._commit_item(caller, changes, result, key, single=len(proposals) == 1))
-        for result in results:
-            if result.review_id is not None and result.episode is not None:
-                review = self.store.get_review(caller.tenant_id, result.review_id)
-                if review is not None:
-                    self.notifier.review_requested(review, result.episode)
+            committed = self._commit_item(caller, changes, result, key, single=len(proposals) == 1)
+            results.append(committed)
+            if committed is result and changes.reviews_put and result.episode is not None:
+                requested.append((changes.reviews_put[0], result.episode))  # a replay was notified before
+        for review, episode in requested:
+            self.notifier.review_requested(review, episode)
         return results
 
     def _commit_item(
