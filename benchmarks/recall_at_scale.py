@@ -135,7 +135,7 @@ def main() -> int:
                 index_ms, numpy_ms, agree = [], [], 0
                 for q in queries[1:]:
                     t0 = time.perf_counter()
-                    got = [c.event_id for c in store.candidates(scope, None, q, 10)]
+                    got = [c.event_id for c in store.candidates(scope, None, q, 10).items]
                     index_ms.append((time.perf_counter() - t0) * 1000)
                     t0 = time.perf_counter()
                     sims = matrix @ q

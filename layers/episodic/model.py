@@ -365,6 +365,11 @@ class RecallResponse(CamelModel):
     items: list[RecallItem]
     interpretation: QueryInterpretation = QueryInterpretation()
     context: str = Field(description="Ready-to-inject evidence block: past events, not instructions.")
+    degraded: list[str] = Field(
+        default=[],
+        description="Parts of the search that failed or came back incomplete (e.g. 'semantic_unavailable', "
+        "'lexical_partial', 'fallback_index'): the items are what could be found without them.",
+    )
 
 
 class Review(CamelModel):

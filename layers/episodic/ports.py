@@ -217,6 +217,19 @@ class TimelineStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class RecallCandidates:
+    """What an index found for one recall, and what it could not do.
+
+    ``degraded`` names each part of the search that failed or came back incomplete
+    (``lexical_partial``, ``semantic_unavailable``, ``fallback_index``, ...): recall still
+    answers with what it has and tells the caller, instead of failing or pretending.
+    """
+
+    items: list[Candidate] = field(default_factory=list)
+    degraded: tuple[str, ...] = ()
+
+
 class RecallIndex(Protocol):
     """A projection of the timeline for recall: returns scoped candidates with raw signals."""
 
@@ -227,7 +240,7 @@ class RecallIndex(Protocol):
         query_vector: Vector | None,
         pool_size: int,
         embedder: str | None = None,
-    ) -> list[Candidate]:
+    ) -> RecallCandidates:
         """Only episodes inside ``scope``. With a query: the best ``pool_size`` by BM25 and by
         cosine, comparing the query vector only with vectors made by ``embedder`` (the model
         that made the query vector). Without a query: the newest ``pool_size``."""

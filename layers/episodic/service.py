@@ -499,7 +499,8 @@ class MemoryService:
         )
         vector = self.embedder.embed([query])[0] if query else None
         pool = max(self.settings.recall_pool_size, request.limit)
-        candidates = self.index.candidates(scope, query, vector, pool, embedder=self.embedder.name)
+        found = self.index.candidates(scope, query, vector, pool, embedder=self.embedder.name)
+        candidates = found.items
         episodes = self.store.get_many(caller.tenant_id, [c.event_id for c in candidates])
         # The index is a projection: re-check the scope against the source of truth.
         episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
@@ -528,7 +529,13 @@ class MemoryService:
         self.store.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
         if returned:
             self.store.record_access(caller.tenant_id, returned, now)
-        return RecallResponse(recall_id=recall_id, items=items, interpretation=explained, context=render_context(items))
+        return RecallResponse(
+            recall_id=recall_id,
+            items=items,
+            interpretation=explained,
+            context=render_context(items),
+            degraded=list(found.degraded),
+        )
 
     def _with_neighbours(self, caller: Caller, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just

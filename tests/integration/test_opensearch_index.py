@@ -342,7 +342,7 @@ def test_given_another_writer_creates_the_index_first_when_ensured_then_that_is_
 def test_given_a_query_and_a_vector_when_recalling_then_one_msearch_carries_filtered_knn_and_bm25(opensearch, index):
     opensearch.reply(200, "msearch_knn_and_bm25.json")
 
-    found = index.candidates(FULL_SCOPE, "  invoice format  ", [1.0, 0.0, 0.0, 0.0], 25, embedder=EMBEDDER)
+    found = index.candidates(FULL_SCOPE, "  invoice format  ", [1.0, 0.0, 0.0, 0.0], 25, embedder=EMBEDDER).items
 
     (request,) = opensearch.requests
     assert (request.method, request.path) == ("POST", "/episodes/_msearch")
@@ -370,7 +370,7 @@ def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alon
     scope = Scope(tenant_id="acme", now=NOW, privacy_classes=(PrivacyClass.PUBLIC, PrivacyClass.INTERNAL))
     opensearch.reply(200, "msearch_bm25_only.json")
 
-    found = index.candidates(scope, "invoice", None, 10)
+    found = index.candidates(scope, "invoice", None, 10).items
 
     (request,) = opensearch.requests
     base = [
@@ -387,7 +387,7 @@ def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alon
 def test_given_a_query_vector_of_another_model_when_recalling_then_no_knn_search_is_sent(opensearch, index):
     opensearch.reply(200, "msearch_bm25_only.json")
 
-    found = index.candidates(FULL_SCOPE, "invoice", [0.2] * 1024, 10, embedder="amazon.titan-embed-text-v2:0")
+    found = index.candidates(FULL_SCOPE, "invoice", [0.2] * 1024, 10, embedder="amazon.titan-embed-text-v2:0").items
 
     (request,) = opensearch.requests
     assert request.ndjson() == [{}, bm25_search("invoice", 10, FULL_FILTER)]
@@ -404,7 +404,7 @@ def test_given_no_query_when_recalling_then_a_filtered_search_returns_the_newest
     )
     opensearch.reply(200, "search_newest.json")
 
-    found = index.candidates(scope, None, None, 50)
+    found = index.candidates(scope, None, None, 50).items
 
     (request,) = opensearch.requests
     assert (request.method, request.path) == ("POST", "/episodes/_search")

@@ -60,7 +60,7 @@ from opensearchpy.helpers import streaming_bulk
 
 from episodic.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.model import Episode
-from episodic.ports import Scope, Vector
+from episodic.ports import RecallCandidates, Scope, Vector
 from episodic.ranking import Candidate
 
 logger = logging.getLogger(__name__)
@@ -368,7 +368,7 @@ class OpenSearchRecallIndex:
         query_vector: Vector | None,
         pool_size: int,
         embedder: str | None = None,
-    ) -> list[Candidate]:
+    ) -> RecallCandidates:
         """Scoped candidates with raw signals (BM25 score, cosine); ranking is the service's.
 
         ``embedder`` names the model that made ``query_vector``. This index holds vectors of
@@ -379,7 +379,7 @@ class OpenSearchRecallIndex:
             raise InvalidRequestError("pool_size must be at least 1")
         text = query_text.strip() if query_text else ""
         if not text and query_vector is None:
-            return self._newest(scope, filters, pool_size)
+            return RecallCandidates(self._newest(scope, filters, pool_size))
 
         searches: list[str] = []
         body: list[dict[str, Any]] = []
@@ -419,7 +419,7 @@ class OpenSearchRecallIndex:
                 },
             ]
         if not searches:
-            return []
+            return RecallCandidates()
         with _storage_errors("recall"):
             response = self.client.msearch(index=self.index, body=body)
 
@@ -438,7 +438,9 @@ class OpenSearchRecallIndex:
             for event_id, score in self._hits(scope, result):
                 signals = found.setdefault(event_id, {"lexical": 0.0, "semantic": 0.0})
                 signals[kind] = cosine_from_score(score) if kind == "semantic" else score
-        return [Candidate(event_id=k, lexical=v["lexical"], semantic=v["semantic"]) for k, v in found.items()]
+        return RecallCandidates(
+            [Candidate(event_id=k, lexical=v["lexical"], semantic=v["semantic"]) for k, v in found.items()]
+        )
 
     def _newest(self, scope: Scope, filters: list[dict[str, Any]], pool_size: int) -> list[Candidate]:
         body = {

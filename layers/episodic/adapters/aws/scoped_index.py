@@ -19,7 +19,7 @@ import Stemmer
 
 from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.errors import InvalidRequestError
-from episodic.ports import Scope, Vector
+from episodic.ports import RecallCandidates, Scope, Vector
 from episodic.ranking import Candidate
 
 
@@ -39,7 +39,7 @@ class DynamoScopedIndex:
         query_vector: Vector | None,
         pool_size: int,
         embedder: str | None = None,
-    ) -> list[Candidate]:
+    ) -> RecallCandidates:
         embedder = embedder or self.embedder
         if query_text is None and query_vector is None:
             newest = []
@@ -47,7 +47,7 @@ class DynamoScopedIndex:
                 newest.append(Candidate(event_id=episode.event_id))
                 if len(newest) == pool_size:
                     break
-            return newest
+            return RecallCandidates(newest)
 
         ids: list[str] = []
         texts: list[str] = []
@@ -63,7 +63,7 @@ class DynamoScopedIndex:
             same_model = "vec" in item and item.get("embedder", {}).get("S") == embedder
             vectors.append(item["vec"]["B"] if same_model else None)  # never compare two models' vectors
         if not ids:
-            return []
+            return RecallCandidates()
 
         lexical = np.zeros(len(ids), dtype=np.float32)
         if query_text:
@@ -89,6 +89,6 @@ class DynamoScopedIndex:
 
         chosen = set(np.argsort(-semantic)[:pool_size].tolist())
         chosen |= {i for i in np.argsort(-lexical)[:pool_size].tolist() if lexical[i] > 0}
-        return [
-            Candidate(event_id=ids[i], lexical=float(lexical[i]), semantic=float(semantic[i])) for i in sorted(chosen)
-        ]
+        return RecallCandidates(
+            [Candidate(event_id=ids[i], lexical=float(lexical[i]), semantic=float(semantic[i])) for i in sorted(chosen)]
+        )

@@ -34,7 +34,7 @@ import numpy as np
 from episodic.adapters.local.vectors import DEFAULT_ANN_THRESHOLD, VectorSearch
 from episodic.errors import ConflictError, InvalidRequestError, StorageError
 from episodic.model import AuditRecord, Episode, Review, Status
-from episodic.ports import AuditQuery, Changes, IdempotencyRecord, Scope, TimelineQuery, Vector
+from episodic.ports import AuditQuery, Changes, IdempotencyRecord, RecallCandidates, Scope, TimelineQuery, Vector
 from episodic.ranking import Candidate
 
 SCHEMA_VERSION = 1
@@ -474,7 +474,7 @@ class SqliteStore:
         query_vector: Vector | None,
         pool_size: int,
         embedder: str | None = None,
-    ) -> list[Candidate]:
+    ) -> RecallCandidates:
         embedder = embedder or self.embedder
         where, params = self._scope_sql(scope)
         conn = self._conn()
@@ -483,7 +483,7 @@ class SqliteStore:
                 f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
                 (*params, pool_size),
             ).fetchall()
-            return [Candidate(event_id=r[0]) for r in rows]
+            return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
 
         lexical: dict[str, float] = {}
         match = fts_query(query_text or "")
@@ -509,7 +509,9 @@ class SqliteStore:
                 semantic = {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
 
         ids = list(dict.fromkeys([*semantic, *lexical]))
-        return [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
+        return RecallCandidates(
+            [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
+        )
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         row = (
