@@ -131,7 +131,10 @@ def test_given_throttling_twice_when_embedding_then_it_waits_longer_each_time_an
     assert sleeps[0] < sleeps[1]
 
 
-@pytest.mark.parametrize(("code", "status"), [("ServiceUnavailableException", 503), ("ModelNotReadyException", 429)])
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("ServiceUnavailableException", 503), ("ModelNotReadyException", 429), ("ModelTimeoutException", 408)],
+)
 def test_given_a_transient_error_when_embedding_then_it_is_retried(client, stubber, sleeps, code, status):
     embedder = TitanEmbedder(client, sleep=sleeps.append)
     stubber.add_client_error("invoke_model", code, "try again", status, expected_params=request("a"))

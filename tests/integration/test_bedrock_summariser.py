@@ -17,7 +17,12 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from episodic.adapters.aws import bedrock_summariser
-from episodic.adapters.aws.bedrock_summariser import ConverseSummariser, SummariserError, UngroundedSummaryError
+from episodic.adapters.aws.bedrock_summariser import (
+    ConverseSummariser,
+    IncompleteSummaryError,
+    SummariserError,
+    UngroundedSummaryError,
+)
 from episodic.errors import StorageError
 from episodic.model import Episode
 from tests.support.factories import proposal_dict
@@ -218,11 +223,64 @@ def test_given_a_reply_cut_off_at_max_tokens_when_parsed_then_the_unfinished_las
     assert summariser.summarise(EPISODES) == ["The customer wants invoices as PDF, in Portuguese."]
 
 
-def test_given_a_guardrail_intervention_when_summarised_then_it_is_a_summariser_error(summariser, stubber):
-    stubber.add_response("converse", reply("Sorry.", stop_reason="guardrail_intervened"), request())
+@pytest.mark.parametrize(
+    "stop_reason",
+    ["guardrail_intervened", "content_filtered", "model_context_window_exceeded", "tool_use", "malformed_model_output"],
+)
+def test_given_a_stop_reason_that_cuts_or_replaces_the_answer_when_summarised_then_it_is_incomplete_and_logged(
+    summariser, stubber, caplog, stop_reason
+):
+    # A grounded reply: without the stop-reason check these lines would be stored as the digest.
+    stubber.add_response("converse", reply(GOOD_REPLY, stop_reason=stop_reason), request())
 
-    with pytest.raises(SummariserError, match="guardrail_intervened"):
+    with caplog.at_level("INFO", logger=bedrock_summariser.__name__), pytest.raises(IncompleteSummaryError) as raised:
         summariser.summarise(EPISODES)
+
+    assert isinstance(raised.value, StorageError), "the fallback summariser takes over on a StorageError"
+    assert raised.value.details == {"stopReason": stop_reason}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"bedrock summary incomplete: stop_reason={stop_reason}; the reply is not used"
+    ]
+    assert "Portuguese" not in caplog.text and "Portuguese" not in raised.value.message
+
+
+def test_given_a_stop_reason_that_is_not_a_plain_word_when_summarised_then_it_is_not_echoed(
+    summariser, stubber, caplog
+):
+    stubber.add_response("converse", reply(GOOD_REPLY, stop_reason="end_turn"), request())
+    stubber.client.meta.events.register(
+        "after-call.bedrock-runtime.Converse",
+        lambda parsed, **_: parsed.update(stopReason="Alice Moreno said: stop"),
+    )
+
+    with caplog.at_level("INFO", logger=bedrock_summariser.__name__), pytest.raises(IncompleteSummaryError) as raised:
+        summariser.summarise(EPISODES)
+
+    assert raised.value.details == {"stopReason": "unknown"}
+    assert "Alice" not in caplog.text
+
+
+@pytest.mark.parametrize("stop_reason", ["end_turn", "stop_sequence"])
+def test_given_a_finished_answer_when_summarised_then_its_lines_are_kept(summariser, stubber, stop_reason):
+    stubber.add_response("converse", reply(GOOD_REPLY, stop_reason=stop_reason), request())
+
+    assert summariser.summarise(EPISODES) == GOOD_REPLY.splitlines()
+
+
+def test_given_a_content_filter_when_summarising_behind_the_fallback_then_the_extractive_digest_is_written(
+    client, stubber, minilm
+):
+    from episodic.adapters.local.summariser import ExtractiveSummariser
+    from episodic.summaries import GroundedFallbackSummariser
+
+    stubber.add_response("converse", reply("I can't help with that.", stop_reason="content_filtered"), request())
+    extractive = ExtractiveSummariser(minilm)
+    summariser = GroundedFallbackSummariser(ConverseSummariser(client, MODEL_ID), extractive)
+
+    lines = summariser.summarise(EPISODES)
+
+    assert lines == extractive.summarise(EPISODES)
+    assert "I can't help with that." not in lines
 
 
 def test_given_throttling_then_success_when_summarised_then_it_waits_longer_each_time_and_succeeds(
@@ -239,8 +297,9 @@ def test_given_throttling_then_success_when_summarised_then_it_waits_longer_each
     assert 0.5 <= sleeps[0] <= 1.0 <= sleeps[1] <= 2.0
 
 
-def test_given_service_unavailable_once_when_summarised_then_it_is_retried(summariser, stubber, sleeps):
-    stubber.add_client_error("converse", "ServiceUnavailableException", "later", 503, expected_params=request())
+@pytest.mark.parametrize(("code", "status"), [("ServiceUnavailableException", 503), ("ModelTimeoutException", 408)])
+def test_given_a_transient_error_once_when_summarised_then_it_is_retried(summariser, stubber, sleeps, code, status):
+    stubber.add_client_error("converse", code, "later", status, expected_params=request())
     stubber.add_response("converse", reply(GOOD_REPLY), request())
 
     assert summariser.summarise(EPISODES) == GOOD_REPLY.splitlines()

@@ -2,9 +2,12 @@
 
 botocore's own retry modes absorb most throttling; what still reaches us --
 ``ThrottlingException``, ``ServiceUnavailableException``, ``ModelNotReadyException`` in
-bursts -- is retried here with capped exponential backoff, half fixed and half jitter so
-concurrent workers spread out. Anything else fails at once. Errors carry the AWS error code
-only: request bodies hold episode text, and messages reach logs and HTTP responses.
+bursts, ``ModelTimeoutException`` when the model was too slow this once (botocore does not
+retry it: it is a modelled error, not a transport timeout) -- is retried here with capped
+exponential backoff, half fixed and half jitter so concurrent workers spread out. Each
+adapter names its retryable codes in its :class:`RetryPolicy`; anything else fails at once.
+Errors carry the AWS error code only: request bodies hold episode text, and messages reach
+logs and HTTP responses.
 """
 
 from __future__ import annotations

@@ -58,10 +58,13 @@ BASE_DELAY * 2**(n-1))``: half fixed, half jitter, so concurrent workers spread 
 wait up to the cap is longer than the one before. The four waits of a text add up to at most 5.5
 seconds (botocore's own retries of each attempt come on top)."""
 
-_RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
+_RETRYABLE = frozenset(
+    {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "ModelTimeoutException"}
+)
 _POLICY = RetryPolicy(_RETRYABLE, MAX_ATTEMPTS, BASE_DELAY, MAX_DELAY)
-"""Errors that go away by waiting. Everything else (AccessDenied, Validation, ResourceNotFound,
-...) would fail the same way again and is raised at once."""
+"""Errors that go away by waiting (a model timeout included: Titan answers a short text well
+within its limit when it is not overloaded). Everything else (AccessDenied, Validation,
+ResourceNotFound, ...) would fail the same way again and is raised at once."""
 
 Float32Vector = npt.NDArray[np.float32]
 

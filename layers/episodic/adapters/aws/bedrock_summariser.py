@@ -2,8 +2,8 @@
 
 :class:`ConverseSummariser` implements the summariser port: given an actor's recent
 episodes it returns a digest of at most ``max_lines`` one-fact sentences, which the daily
-job stores as a ``session_summary`` episode. Three things keep that digest from becoming a
-false or hostile memory:
+job stores as a ``session_summary`` episode. Four things keep that digest from becoming a
+false, partial or hostile memory:
 
 * **Event text is data.** The events go to the model as JSON Lines inside one fenced block
   (backticks inside the data are escaped as ``\\u0060``, so no event can close the fence),
@@ -14,11 +14,17 @@ false or hostile memory:
   was shown; a line stating a number, identifier or name those fields lack is dropped. If no
   line survives, :class:`UngroundedSummaryError` tells the caller to fall back to the
   extractive summariser.
+* **Only a finished answer counts.** Converse says why the model stopped. ``end_turn`` and
+  ``stop_sequence`` are a finished answer; ``max_tokens`` cut the last line off, which is
+  dropped. Any other reason (``guardrail_intervened`` and ``content_filtered`` replace the
+  output with a canned message, ``model_context_window_exceeded`` truncates it, and so may
+  reasons added later) is :class:`IncompleteSummaryError`: the caller falls back to the
+  extractive summariser, and the reason -- never the reply -- is logged.
 * **Deterministic by default**: temperature 0.
 
 The bedrock-runtime client comes from the composition root (region, credentials, botocore
-retries, as for the Titan embedder). Throttling and unavailability that still reach us are
-retried here with capped, jittered backoff, at most :data:`MAX_ATTEMPTS` calls; any other
+retries, as for the Titan embedder). Throttling, unavailability and model timeouts that
+still reach us are retried here with capped, jittered backoff, at most :data:`MAX_ATTEMPTS` calls; any other
 failure is a :class:`SummariserError` naming the AWS error code, never the episodes' text.
 """
 
@@ -48,7 +54,13 @@ BASE_DELAY * 2**(n-1))``. The three waits add up to at most 7 s: a daily batch j
 to wait, and spreading out the actors' calls is the point."""
 
 _RETRYABLE = frozenset(
-    {"ThrottlingException", "ServiceUnavailableException", "ServiceUnavailable", "ModelNotReadyException"}
+    {
+        "ThrottlingException",
+        "ServiceUnavailableException",
+        "ServiceUnavailable",
+        "ModelNotReadyException",
+        "ModelTimeoutException",
+    }
 )
 _POLICY = RetryPolicy(_RETRYABLE, MAX_ATTEMPTS, BASE_DELAY, MAX_DELAY)
 
@@ -57,6 +69,11 @@ MAX_EVENT_CHARS = 40_000
 would not fit; the older ones are left out of the prompt, and so out of the grounding sources.
 One episode (summary <= 4,000 and outcome <= 2,000 characters) always fits."""
 
+FINISHED = frozenset({"end_turn", "stop_sequence"})
+"""Stop reasons of a complete answer. ``max_tokens`` is handled apart (the reply is kept but
+its last, unfinished line is dropped); every other reason means the reply is not the answer."""
+
+_STOP_REASON = re.compile(r"^[a-z_]{1,64}$")
 _BULLET = re.compile(r"^(?:[-*+>\u2022\u2023\u25e6\u00b7\u25aa\u2013\u2014]+|#{1,6}|\(?\d{1,3}[.):]|\(?[A-Za-z]\))\s+")
 _FENCE = re.compile(r"^(?:`{3,}|~{3,})")
 
@@ -65,6 +82,14 @@ class SummariserError(StorageError):
     """Bedrock could not produce a summary (the caller may retry or fall back)."""
 
     code = "summariser_unavailable"
+
+
+class IncompleteSummaryError(StorageError):
+    """The model stopped for a reason that truncates or replaces its answer (a guardrail, a
+    content filter, a full context window, ...): the caller falls back to the extractive
+    summariser. Like :class:`UngroundedSummaryError`, Bedrock worked and the answer did not."""
+
+    code = "summary_incomplete"
 
 
 class UngroundedSummaryError(StorageError):
@@ -167,7 +192,8 @@ class ConverseSummariser:
         """At most ``max_lines`` grounded sentences about ``episodes`` (none for no episodes).
 
         Raises :class:`UngroundedSummaryError` when the model answered but no line is
-        grounded, :class:`SummariserError` when Bedrock failed.
+        grounded, :class:`IncompleteSummaryError` when it stopped before finishing its answer
+        (other than at ``max_tokens``), :class:`SummariserError` when Bedrock failed.
         """
         if max_lines < 1:
             raise ValueError(f"max_lines must be at least 1, not {max_lines!r}")
@@ -220,8 +246,11 @@ class ConverseSummariser:
             sleep=self._sleep,
         )
         stop_reason = str(response.get("stopReason", ""))
-        if stop_reason in ("guardrail_intervened", "content_filtered"):
-            raise SummariserError(f"Bedrock summary refused ({stop_reason})")
+        if stop_reason not in FINISHED and stop_reason != "max_tokens":
+            # The reason is an enum value; anything else is not echoed (it came from the wire).
+            reason = stop_reason if _STOP_REASON.match(stop_reason) else "unknown"
+            logger.warning("bedrock summary incomplete: stop_reason=%s; the reply is not used", reason)
+            raise IncompleteSummaryError(f"Bedrock summary incomplete ({reason})", stopReason=reason)
         try:
             content = response["output"]["message"]["content"]
             text = "\n".join(block["text"] for block in content if "text" in block)
