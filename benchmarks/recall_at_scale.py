@@ -119,7 +119,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             store = SqliteStore(Path(tmp) / "bench.db", embedder=EMBEDDER)
             populate(store, total, scopes, rng)
-            rows = store._conn().execute("SELECT event_id, actor_id, vector FROM episodes").fetchall()
+            with store.reading() as conn:
+                rows = conn.execute("SELECT event_id, actor_id, vector FROM episodes").fetchall()
             all_ids = [r[0] for r in rows]
             all_actors = np.array([r[1] for r in rows])
             matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), DIM)

@@ -78,7 +78,8 @@ def populate(store: SqliteStore, count: int, rng: random.Random) -> None:
 
 def textbook(store: SqliteStore, request: RecallRequest) -> list[str]:
     """Load every memory of the tenant, filter and sort in Python."""
-    rows = store._conn().execute("SELECT doc FROM episodes WHERE tenant_id = 'acme'").fetchall()
+    with store.reading() as conn:
+        rows = conn.execute("SELECT doc FROM episodes WHERE tenant_id = 'acme'").fetchall()
     hits = []
     for (doc,) in rows:
         ep = Episode.model_validate_json(doc)

@@ -47,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
     scheduler = Scheduler(
         [
             ("sweep", settings.sweep_interval_seconds, service.sweep),
-            ("summarise", settings.summary_interval_seconds, lambda: service.summarise(summariser)),
+            ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarise(summariser))),
             ("forget", settings.forget_interval_seconds, lambda: _forget_all(service)),
         ]
     )
@@ -123,6 +123,13 @@ def _reembed(args: argparse.Namespace) -> int:
     print(f"\rdone: {done} episodes re-embedded")
     service.store.close()  # type: ignore[attr-defined]
     return 0
+
+
+def _digest_counts(outcomes: list[dict[str, Any]]) -> str:
+    """What the server log says about a summarisation run: counts only. Actor ids stay out of
+    the log, which erasure cannot reach."""
+    failed = sum(1 for o in outcomes if o.get("failed"))
+    return f"{len(outcomes) - failed} actor(s) summarised, {failed} failed" if outcomes else ""
 
 
 def _forget_all(service: Any) -> int:

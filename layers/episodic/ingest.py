@@ -265,7 +265,10 @@ class IngestMapping(CamelModel):
             # Only the location, never the input: a rendered value may hold payload data.
             raise EventRejected("malformed:" + ".".join(str(p) for p in exc.errors()[0]["loc"])) from None
         caller = Caller(
-            tenant_id=registered.tenant_id, role=Role.AGENT, principal_id=f"eventbridge:{registered.source}"
+            tenant_id=registered.tenant_id,
+            role=Role.AGENT,
+            principal_id=f"eventbridge:{registered.source}",
+            provenance=ProposedBy.WORKFLOW,  # a registered business system, through the operator's mapping
         )
         return Translation(caller=caller, proposal=proposal, idempotency_key=f"eventbridge:{event['id']}")
 

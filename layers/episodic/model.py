@@ -248,6 +248,12 @@ class Caller(CamelModel):
     tenant_id: Id
     role: Role
     principal_id: Annotated[str, Field(min_length=1, max_length=256)]
+    provenance: ProposedBy | None = Field(
+        default=None,
+        description="Where this caller's proposals come from, as its credentials vouch: set only by trusted "
+        "entry points (the summarisation workflow, EventBridge ingestion). Without it an agent's proposals "
+        "are the model's, whatever they claim; an operator's are taken as claimed.",
+    )
 
     @property
     def is_operator(self) -> bool:

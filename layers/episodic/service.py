@@ -19,7 +19,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,6 +51,7 @@ from episodic.model import (
     RecallRequest,
     RecallResponse,
     RememberResult,
+    Retention,
     Review,
     ReviewView,
     Role,
@@ -77,6 +78,7 @@ from episodic.ports import (
     TimelineQuery,
     TimelineStore,
 )
+from episodic.pseudonyms import actor_pseudonym
 from episodic.query import hinted_actors, interpret
 from episodic.ranking import Ranker
 from episodic.retention import retention_score
@@ -151,6 +153,15 @@ class ForgetReport:
 
 SUMMARY_MAX_SOURCES = 50
 """A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
+
+DIGEST_PRIVACY_ORDER = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL, PrivacyClass.PRIVATE)
+"""Privacy classes a digest may summarise, least private first."""
+
+
+def _digestible(episode: Episode) -> bool:
+    """Digests summarise an actor's ordinary events: never other digests, and never sensitive
+    episodes, whose consent and expiry were given for that one record, not for copies of it."""
+    return episode.event_type is not EventType.SESSION_SUMMARY and episode.privacy_class in DIGEST_PRIVACY_ORDER
 
 
 class MemoryService:
@@ -282,7 +293,7 @@ class MemoryService:
     ) -> list[RememberResult]:
         """Decide every proposal, embed the storable ones in one batch, commit each item atomically."""
         now = self.clock.now()
-        judged = [self.policy.decide(p, caller, now) for p in proposals]
+        judged = [self.policy.decide(p, caller, now, self._superseded(caller, p)) for p in proposals]
         storable = [
             (i, self._build_episode(caller, p, d, now))
             for i, (d, p) in enumerate(judged)
@@ -333,6 +344,12 @@ class MemoryService:
         for review, episode in requested:
             self.notifier.review_requested(review, episode)
         return results
+
+    def _superseded(self, caller: Caller, proposal: EpisodeProposal) -> list[Episode]:
+        """The stored episodes a proposal would supersede (the policy judges whether it may)."""
+        if not proposal.supersedes_event_ids:
+            return []
+        return list(self.store.get_many(caller.tenant_id, proposal.supersedes_event_ids).values())
 
     def _commit_item(
         self,
@@ -511,7 +528,7 @@ class MemoryService:
                 # A scope hint, not a filter: the named actors' episodes first, then the rest.
                 ranked.sort(key=lambda item: item.episode.actor_id not in hinted)
                 explained = explained.model_copy(update={"actor_hints": sorted(hinted)})
-        items = [self._with_neighbours(caller, item, request.neighbours) for item in ranked[: request.limit]]
+        items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked[: request.limit]]
         recall_id = _new_id(now)
         returned = [item.episode.event_id for item in items]
         audit = AuditRecord(
@@ -537,23 +554,27 @@ class MemoryService:
             degraded=list(found.degraded),
         )
 
-    def _with_neighbours(self, caller: Caller, item: RecallItem, count: int) -> RecallItem:
+    def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
-        before and after it in the same session (same actor, within an hour), as context."""
+        before and after it in the same session (same actor, within an hour), as context.
+
+        The neighbours are read under the recall's own scope -- its statuses, project and, above
+        all, its privacy rule -- narrowed to the turn's actor and hour: naming the actor here
+        must not admit the private turns an unscoped recall may not show."""
         ep = item.episode
         if count == 0 or ep.event_type is not EventType.CONVERSATION_TURN or not ep.session_id:
             return item
         window = timedelta(hours=1)
-        nearby = self.timeline(
-            caller,
+        around = replace(
+            scope,
             actor_id=ep.actor_id,
-            event_types=[EventType.CONVERSATION_TURN],
+            event_types=(EventType.CONVERSATION_TURN,),
+            tags=(),
             occurred_after=ep.occurred_at - window,
             occurred_before=ep.occurred_at + window,
-            limit=200,
-            newest_first=False,
-        ).items
-        same = [e for e in nearby if e.session_id == ep.session_id]
+        )
+        nearby, _ = self.store.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
+        same = [e for e in nearby if e.session_id == ep.session_id or e.event_id == ep.event_id]
         at = next((i for i, e in enumerate(same) if e.event_id == ep.event_id), None)
         if at is None:
             return item
@@ -725,7 +746,9 @@ class MemoryService:
         """Write a digest (at most three lines) of one actor's window as a ``session_summary``
         whose sourceRefs cite every event it summarises. It passes the write policy like any
         write; the idempotency key makes a re-run of the same window a replay, not a copy."""
-        caller = Caller(tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser")
+        caller = Caller(
+            tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser", provenance=ProposedBy.WORKFLOW
+        )
         page = self.timeline(
             caller,
             actor_id=actor_id,
@@ -733,10 +756,11 @@ class MemoryService:
             occurred_before=window_end,
             limit=SUMMARY_MAX_SOURCES + 1,
         )
-        sources = [e for e in page.items if e.event_type is not EventType.SESSION_SUMMARY][:SUMMARY_MAX_SOURCES]
+        sources = [e for e in page.items if _digestible(e)][:SUMMARY_MAX_SOURCES]
         if len(sources) <= self.settings.summary_min_events:
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
         lines = summariser.summarise(sources, max_lines=3)[:3]
+        expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
         proposal = EpisodeProposal(
             event_type=EventType.SESSION_SUMMARY,
             actor_id=actor_id,
@@ -748,8 +772,12 @@ class MemoryService:
             confidence=Confidence.MEDIUM,
             importance=max(e.importance for e in sources),
             tags=["digest"],
+            # A digest repeats its sources: it is as private as the most private of them and
+            # lives no longer than the first of them to expire.
+            privacy_class=max((e.privacy_class for e in sources), key=DIGEST_PRIVACY_ORDER.index),
+            retention=Retention(expires_at=min(expiries) if expiries else None),
         )
-        key = f"digest:{actor_id}:{window_end.isoformat()}"
+        key = f"digest:{actor_pseudonym(tenant_id, actor_id)}:{window_end.isoformat()}"
         return self.remember(caller, proposal, idempotency_key=key)
 
     def summarise(self, summariser: Summariser) -> list[dict[str, Any]]:

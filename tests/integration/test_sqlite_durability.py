@@ -65,11 +65,11 @@ def test_given_a_writer_killed_mid_stream_when_reopened_then_every_acknowledged_
 
 def test_given_the_audit_log_when_someone_tries_to_rewrite_it_then_the_database_refuses(local_service):
     local_service.remember(AGENT, proposal())
-    conn = local_service.store._conn()
-    with pytest.raises(Exception, match="append-only"):
-        conn.execute("UPDATE audit SET action = 'nothing'")
-    with pytest.raises(Exception, match="append-only"):
-        conn.execute("DELETE FROM audit")
+    with local_service.store.reading() as conn:
+        with pytest.raises(Exception, match="append-only"):
+            conn.execute("UPDATE audit SET action = 'nothing'")
+        with pytest.raises(Exception, match="append-only"):
+            conn.execute("DELETE FROM audit")
     assert local_service.audit(OPERATOR)[0][0].action == "episode.written"
 
 
@@ -87,10 +87,10 @@ def test_given_an_erased_episode_when_the_files_are_read_raw_then_its_text_is_no
 
 
 def test_given_the_database_when_opened_then_it_runs_in_wal_mode_with_full_sync(local_service):
-    conn = local_service.store._conn()
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+    with local_service.store.reading() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
 
 
 def test_given_concurrent_writers_when_they_finish_then_no_write_is_lost(local_service):

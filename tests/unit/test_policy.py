@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic.model import Decision
+from episodic.model import Decision, ProposedBy, SourceTrust
 from episodic.policy import POLICY_VERSION, WritePolicy
 from tests.support.factories import AGENT, OPERATOR, proposal
 
@@ -134,8 +134,33 @@ def test_given_an_agent_claiming_operator_provenance_when_decided_then_it_is_den
 def test_given_a_policy_tagged_memory_proposed_by_the_model_when_decided_then_it_goes_to_review():
     decision, _ = decide(tags=["policy"], summary="Refunds over $200 need a manager's sign-off")
     assert decision.decision is Decision.REVIEW and decision.reasons == ["model_proposed_policy"]
-    decision, _ = decide(tags=["policy"], summary="Refunds over $200 need a manager's sign-off", proposedBy="user")
-    assert decision.decision is Decision.ALLOW
+
+
+@pytest.mark.parametrize("claimed", ["user", "workflow"])
+def test_given_an_agent_claiming_user_or_workflow_provenance_when_decided_then_the_claim_does_not_skip_review(claimed):
+    decision, stored = decide(
+        tags=["policy"], summary="Refunds over $200 need a manager's sign-off", proposedBy=claimed
+    )
+    assert decision.decision is Decision.REVIEW
+    assert decision.reasons == ["model_proposed_policy", "unverified_provenance_claim"]
+    assert stored.proposed_by is ProposedBy.MODEL
+
+
+def test_given_a_trusted_workflow_relaying_a_user_policy_when_decided_then_the_claim_stands():
+    workflow = AGENT.model_copy(update={"provenance": ProposedBy.WORKFLOW})
+    decision, stored = decide(
+        caller=workflow, tags=["policy"], summary="Refunds over $200 need a manager's sign-off", proposedBy="user"
+    )
+    assert decision.decision is Decision.ALLOW and decision.reasons == []
+    assert stored.proposed_by is ProposedBy.USER
+
+
+def test_given_an_agent_claiming_an_approved_source_when_decided_then_it_is_stored_as_a_tool_result():
+    decision, stored = decide(sourceTrust="approved_source")
+    assert decision.decision is Decision.ALLOW and decision.reasons == ["unverified_trust_claim"]
+    assert stored.source_trust is SourceTrust.TOOL_RESULT
+    _, by_operator = decide(caller=OPERATOR, sourceTrust="approved_source")
+    assert by_operator.source_trust is SourceTrust.APPROVED_SOURCE
 
 
 def test_given_deny_and_review_reasons_together_when_decided_then_deny_wins_and_all_reasons_are_kept():

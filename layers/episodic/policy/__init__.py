@@ -7,10 +7,18 @@ verdict is audited by the service whatever it is.
 Order of evaluation:
 1. *Not an episode*: without an actor, an occurrence time or a source (refs and trust)
    there is nothing to remember; denied at once.
-2. *Redaction*: secrets and payment data are replaced before anything else sees the text
-   (the decision lists what was redacted and where). Redaction never blocks a write.
-3. *Deny rules*: governance violations and routine chatter.
-4. *Review rules*: untrusted sources, instruction-like text, model-proposed policies.
+2. *Normalisation*: every free-text field is stored in NFKC with invisible formatting
+   characters removed (:mod:`episodic.policy.text`), so the rules judge what is kept.
+3. *Redaction*: secrets and payment data are replaced in every stored field -- free text,
+   mapping keys and the values of credential-named keys, tags -- before anything else sees
+   the text (the decision lists what was redacted and where). A secret in an identifier
+   cannot be redacted without moving the episode to another scope: it is refused.
+4. *Provenance*: claims the caller's credentials cannot back (a model proposal passed off
+   as the user's or a workflow's, a self-declared approved source) are replaced by what can
+   be backed (:mod:`episodic.policy.provenance`).
+5. *Deny rules*: governance violations and routine chatter.
+6. *Review rules*: untrusted sources, instruction-like text or markup in *any* stored field
+   (or across fields), model-proposed policies, corrections of another actor's episodes.
 Any deny reason wins over review; any review reason wins over allow.
 
 Changing a rule means bumping :data:`POLICY_VERSION`: stored episodes and audit
@@ -19,12 +27,15 @@ records carry the version that judged them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+
+from pydantic import ValidationError
 
 from episodic.model import (
     Caller,
     Decision,
+    Episode,
     EpisodeProposal,
     EventType,
     PolicyDecision,
@@ -33,11 +44,13 @@ from episodic.model import (
     Redaction,
     SourceTrust,
 )
+from episodic.policy import fields, instructions
 from episodic.policy.chatter import ChatterClassifier, default_classifier
-from episodic.policy.instructions import looks_like_injection, looks_like_standing_order
-from episodic.policy.secrets import redact
+from episodic.policy.provenance import backed_claims
+from episodic.policy.redaction import redact_proposal
+from episodic.policy.text import normalise
 
-POLICY_VERSION = "2026-11-29.2"
+POLICY_VERSION = "2026-11-30.1"
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""
@@ -58,24 +71,40 @@ class WritePolicy:
         return self._chatter
 
     def decide(
-        self, proposal: EpisodeProposal, caller: Caller, now: datetime
+        self,
+        proposal: EpisodeProposal,
+        caller: Caller,
+        now: datetime,
+        superseded: Sequence[Episode] = (),
     ) -> tuple[PolicyDecision, EpisodeProposal]:
-        """Judge a proposal. Returns the decision and the proposal as it may be stored (redacted)."""
+        """Judge a proposal. Returns the decision and the proposal as it may be stored
+        (normalised, redacted, with only the claims the caller can back).
+
+        ``superseded`` are the stored episodes the proposal names in ``supersedesEventIds``
+        (the caller looks them up; the policy stays free of I/O)."""
         missing = _missing_essentials(proposal)
         if missing:
             return self._verdict(Decision.DENY, ["not_an_episode", *missing]), proposal
 
-        redacted, redactions = redact_proposal(proposal)
-        notes = ["secrets_redacted"] if redactions else []
-        deny = self._deny_reasons(redacted, caller, now)
-        review = self._review_reasons(redacted, caller)
+        try:
+            cleaned = redact_proposal(normalise_proposal(proposal))
+        except ValidationError:
+            # e.g. a summary of nothing but invisible characters, or text pushed past its length limit
+            return self._verdict(Decision.DENY, ["unstorable_content"]), proposal
+        if cleaned.secret_identifiers:
+            redactions = [Redaction(field=path, kind="secret_in_identifier") for path in cleaned.secret_identifiers]
+            return self._verdict(Decision.DENY, ["secret_in_identifier"], redactions), proposal
+        stored, provenance_notes = backed_claims(cleaned.proposal, caller)
+        notes = [*provenance_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
+        deny = self._deny_reasons(cleaned.proposal, stored, caller, now)
+        review = self._review_reasons(stored, caller, superseded)
         if deny:
             decision = Decision.DENY
         elif review:
             decision = Decision.REVIEW
         else:
             decision = Decision.ALLOW
-        return self._verdict(decision, [*deny, *review, *notes], redactions), redacted
+        return self._verdict(decision, [*deny, *review, *notes], cleaned.redactions), stored
 
     def _verdict(
         self, decision: Decision, reasons: list[str], redactions: list[Redaction] | None = None
@@ -84,9 +113,12 @@ class WritePolicy:
             decision=decision, reasons=reasons, policy_version=self.version, redactions=redactions or []
         )
 
-    def _deny_reasons(self, p: EpisodeProposal, caller: Caller, now: datetime) -> list[str]:
+    def _deny_reasons(self, claimed: EpisodeProposal, p: EpisodeProposal, caller: Caller, now: datetime) -> list[str]:
+        """``claimed`` is the proposal as sent (for the claims it makes), ``p`` as it would be stored."""
         reasons = []
-        claims_operator = p.proposed_by is ProposedBy.OPERATOR or p.source_trust is SourceTrust.OPERATOR_ENTERED
+        claims_operator = (
+            claimed.proposed_by is ProposedBy.OPERATOR or claimed.source_trust is SourceTrust.OPERATOR_ENTERED
+        )
         if claims_operator and not caller.is_operator:
             reasons.append("unverified_operator_claim")
         if p.privacy_class is PrivacyClass.SENSITIVE:
@@ -102,21 +134,24 @@ class WritePolicy:
             reasons.append("approval_without_resource")
         # Instruction-like text is a security event a human should see, even when it is short
         # enough to look like chatter: it goes to review, not to the chatter denial.
-        if not _instruction_like(p) and self._is_chatter(p):
+        if not _instruction_findings(p) and self._is_chatter(p):
             reasons.append("not_memorable")
         return reasons
 
-    def _review_reasons(self, p: EpisodeProposal, caller: Caller) -> list[str]:
+    def _review_reasons(self, p: EpisodeProposal, caller: Caller, superseded: Sequence[Episode]) -> list[str]:
         reasons = []
         if p.source_trust is SourceTrust.UNTRUSTED_CONTENT:
             reasons.append("untrusted_source")
-        text = proposal_text(p)
+        found = {kind for _, kind in _instruction_findings(p)}
         from_operator = caller.is_operator and p.proposed_by is ProposedBy.OPERATOR
-        if not from_operator and _instruction_like(p):
+        if not from_operator and found:
             reasons.append("instruction_like_content")
-        is_policy_memory = bool(POLICY_TAGS.intersection(p.tags)) or looks_like_standing_order(text)
+        is_policy_memory = bool(POLICY_TAGS.intersection(p.tags)) or instructions.STANDING_ORDER in found
         if is_policy_memory and p.proposed_by is ProposedBy.MODEL:
             reasons.append("model_proposed_policy")
+        if not caller.is_operator and any(old.actor_id != p.actor_id for old in superseded):
+            # A correction may only hide what its writer could read in the new episode's scope.
+            reasons.append("supersedes_other_actor")
         return reasons
 
     def _is_chatter(self, p: EpisodeProposal) -> bool:
@@ -126,9 +161,9 @@ class WritePolicy:
         return self.chatter.is_chatter(p.summary, p.event_type.value)
 
 
-def _instruction_like(p: EpisodeProposal) -> bool:
-    text = proposal_text(p)
-    return looks_like_injection(text) or looks_like_standing_order(text)
+def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
+    """Instruction-like text or markup in any field that is stored or reaches the evidence block."""
+    return instructions.findings(fields.texts(p.model_dump(mode="json", by_alias=True)))
 
 
 def _missing_essentials(p: EpisodeProposal) -> list[str]:
@@ -142,34 +177,8 @@ def _missing_essentials(p: EpisodeProposal) -> list[str]:
     return missing
 
 
-def proposal_text(p: EpisodeProposal) -> str:
-    """All free text of a proposal, as the content rules see it."""
-    parts = [p.summary, p.outcome or "", p.correction_path or ""]
-    parts.extend(d.action + " " + (d.rationale or "") for d in p.decisions)
-    if p.details is not None:
-        parts.append(str(p.details.model_dump(mode="json")))
-    return "\n".join(parts)
-
-
-def redact_proposal(p: EpisodeProposal) -> tuple[EpisodeProposal, list[Redaction]]:
-    """Redact every free-text field; return the cleaned proposal and what was removed where."""
-    redactions: list[Redaction] = []
-
-    def clean(value: Any, path: str) -> Any:
-        if isinstance(value, str):
-            result = redact(value)
-            redactions.extend(Redaction(field=path, kind=k) for k in result.kinds)
-            return result.text
-        if isinstance(value, dict):
-            return {k: clean(v, f"{path}.{k}") for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        return value
-
+def normalise_proposal(p: EpisodeProposal) -> EpisodeProposal:
+    """Every free-text field in NFKC, invisible formatting characters removed."""
     data = p.model_dump(mode="json", by_alias=True)
-    for field in ("summary", "outcome", "details", "decisions", "correctionPath", "resourceRefs", "sourceRefs"):
-        if data.get(field) is not None:
-            data[field] = clean(data[field], field)
-    if not redactions:
-        return p, []
-    return EpisodeProposal.model_validate(data), redactions
+    normalised = fields.map_free_text(data, lambda _path, text: normalise(text))
+    return p if normalised == data else EpisodeProposal.model_validate(normalised)

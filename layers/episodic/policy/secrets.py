@@ -14,18 +14,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CARD_CANDIDATE = re.compile(r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])")
+_EDGE_BEFORE = r"(?<![A-Za-z0-9])"
+_EDGE_AFTER = r"(?![A-Za-z0-9])"
+"""Token boundaries that, unlike ``\b``, treat ``_`` as a separator: a key inside a tag or an id
+(``key_AKIA...``, ``card_4111...``) is found too."""
+
+_CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ ._/-]?){12,18}\d(?!\d)")
+_CARD_SEPARATORS = re.compile(r"[ ._/-]")
 _CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
 """Besides plain digit runs and groups of four, the Amex/Diners layouts."""
 
+_LABEL_WORDS = (
+    r"password|passwd|pwd|pw|passphrase|passcode|secret|api[_ -]?key|api[_ -]?secret|access[_ -]?token|"
+    r"auth[_ -]?token|refresh[_ -]?token|session[_ -]?token|client[_ -]?secret|aws_secret_access_key|"
+    r"secret[_ -]?key|private[_ -]?key|token|pin|cvv|cvc|otp|security\s+code"
+)
 _LABEL = (
-    r"(?i:\b(?:password|passwd|pwd|passphrase|secret|api[_ -]?key|access[_ -]?token|auth[_ -]?token|"
-    r"client[_ -]?secret|aws_secret_access_key)\b)"
+    r"(?i:\b(?:" + _LABEL_WORDS + r")\b)"
     r"(?:\s*\([^)\n]{0,30}\)|\s+(?:for|on|of)\s+[^.:=\n]{1,40}?)?"
 )
 _VERB = r"\s+(?i:is|was|to)(?:\s+(?i:now|still|set\s+to|changed\s+to))?"
 _QUOTED = r"\"[^\"]{3,}\"|'[^']{3,}'"
-_STRONG_PAIR = re.compile(_LABEL + r"(\s*(?::=|->|[:=])\s*|" + _VERB + r"\s*:\s*)(" + _QUOTED + r"|[^\s,;]{3,})")
+_STRONG_PAIR = re.compile(_LABEL + r"([\"']?\s*(?::=|->|[:=])\s*|" + _VERB + r"\s*:\s*)(" + _QUOTED + r"|[^\s,;]{3,})")
 """``password: x``, ``api_key=x``, ``password is: x`` -- an explicit separator: any value is secret."""
 _WEAK_PAIR = re.compile(_LABEL + r"(" + _VERB + r"\s+)(" + _QUOTED + r"|(?=\S*[\d!@#$%^&*+=?~])[^\s,;]{4,})")
 """``password is x`` -- only a value that looks like a password (digits or symbols) counts,
@@ -33,18 +43,36 @@ so "the password is changed monthly" stays as it is."""
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})\b")),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
-    ("stripe_key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b")),
-    ("openai_key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b")),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
+    ("aws_access_key", re.compile(_EDGE_BEFORE + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _EDGE_AFTER)),
+    ("github_token", re.compile(_EDGE_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})")),
+    ("gitlab_token", re.compile(_EDGE_BEFORE + r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}")),
+    ("slack_token", re.compile(_EDGE_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}")),
+    ("stripe_key", re.compile(_EDGE_BEFORE + r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("anthropic_key", re.compile(_EDGE_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}")),
+    ("openai_key", re.compile(_EDGE_BEFORE + r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}")),
+    ("google_api_key", re.compile(_EDGE_BEFORE + r"AIza[0-9A-Za-z_-]{35}")),
+    ("huggingface_token", re.compile(_EDGE_BEFORE + r"hf_[A-Za-z0-9]{30,}")),
+    ("npm_token", re.compile(_EDGE_BEFORE + r"npm_[A-Za-z0-9]{36}")),
+    ("pypi_token", re.compile(_EDGE_BEFORE + r"pypi-[A-Za-z0-9_-]{50,}")),
+    ("sendgrid_key", re.compile(_EDGE_BEFORE + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("jwt", re.compile(_EDGE_BEFORE + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
 ]
 
 _URL_CREDENTIAL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]{3,})(@)")
 """``scheme://user:password@host`` (database URLs, brokers): the password part is a secret."""
+
+_SECRET_KEY_WORDS = frozenset(
+    {
+        "password", "passwd", "pwd", "pw", "passphrase", "passcode", "secret", "token", "pin", "cvv", "cvc",
+        "otp", "credential", "credentials", "authorization", "apikey", "privatekey", "secretkey", "cardnumber",
+        "clientsecret", "accesstoken", "refreshtoken", "sessiontoken", "authtoken", "idtoken", "apisecret",
+        "secretaccesskey",
+    }
+)  # fmt: skip
+"""Key names that make their value a secret, whatever it looks like (``{"password": "hunter2"}``)."""
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def luhn_valid(digits: str) -> bool:
@@ -73,7 +101,7 @@ def redact(text: str) -> Redacted:
     def _card(match: re.Match[str]) -> str:
         if not _card_like(match.group(0)):
             return match.group(0)
-        digits = re.sub(r"[ -]", "", match.group(0))
+        digits = _CARD_SEPARATORS.sub("", match.group(0))
         if luhn_valid(digits):
             kinds.append("payment_card")
             return "[REDACTED:payment_card]"
@@ -106,10 +134,25 @@ def redact(text: str) -> Redacted:
 
 def _card_like(candidate: str) -> bool:
     """A card number: 13-19 digits from a card network's range (2-6), as one run or grouped like a card."""
-    digits = re.sub(r"[ -]", "", candidate)
+    digits = _CARD_SEPARATORS.sub("", candidate)
     if not 13 <= len(digits) <= 19 or digits[0] not in "23456":
         return False
-    groups = tuple(len(g) for g in re.split(r"[ -]", candidate))
+    if len(set(_CARD_SEPARATORS.findall(candidate))) > 1:
+        return False  # one card is written with one kind of separator
+    groups = tuple(len(g) for g in _CARD_SEPARATORS.split(candidate))
     if len(groups) == 1:
         return True
     return (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or groups in _CARD_GROUPINGS
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key names a credential (``password``, ``apiKey``, ``client_secret``, ``db-pin``):
+    its last word, or its last two words run together, is a credential word."""
+    words = [w.lower() for w in _KEY_WORD.findall(key)]
+    if not words:
+        return False
+    return (
+        words[-1] in _SECRET_KEY_WORDS
+        or "".join(words[-2:]) in _SECRET_KEY_WORDS
+        or ("".join(words[-3:]) in _SECRET_KEY_WORDS)
+    )

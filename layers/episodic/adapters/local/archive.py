@@ -1,8 +1,10 @@
 """The local cold archive: one gzip-compressed JSON record per forgotten episode.
 
-Layout: ``<root>/<tenant>/<actor>/<YYYY-MM-DD>/<eventId>.json.gz`` (path components are
-percent-encoded, so no id can escape the root). Records are written to a temporary
-file, fsynced and renamed, so a crash never leaves a half-written record.
+Layout: ``<root>/<tenant>/<actor pseudonym>/<YYYY-MM-DD>/<eventId>.json.gz`` (path components
+are percent-encoded, so no id can escape the root). The actor appears only as
+:func:`~episodic.pseudonyms.actor_pseudonym`: archive keys are copied into audit records,
+which outlive an actor's erasure. Records are written to a temporary file, fsynced and
+renamed, so a crash never leaves a half-written record.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from episodic.model import Episode
+from episodic.pseudonyms import actor_pseudonym
 
 
 def _component(value: str) -> str:
@@ -31,7 +34,7 @@ class FolderArchive:
         folder = (
             self.root
             / _component(episode.tenant_id)
-            / _component(episode.actor_id)
+            / actor_pseudonym(episode.tenant_id, episode.actor_id)
             / episode.occurred_at.strftime("%Y-%m-%d")
         )
         folder.mkdir(parents=True, exist_ok=True)
@@ -67,7 +70,7 @@ class FolderArchive:
         return removed
 
     def delete_actor(self, tenant_id: str, actor_id: str) -> int:
-        folder = self.root / _component(tenant_id) / _component(actor_id)
+        folder = self.root / _component(tenant_id) / actor_pseudonym(tenant_id, actor_id)
         removed = 0
         for path in sorted(folder.glob("*/*.json.gz")):
             path.unlink(missing_ok=True)

@@ -26,6 +26,7 @@ from episodic.adapters.local.tokens import TokenBook
 
 PUBLIC_PATHS = ("/v1/health", "/v1/swagger")
 MAX_BODY_BYTES = 1_048_576
+SOCKET_TIMEOUT_SECONDS = 30
 DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
 
 logger = Logger(service="episodic-server")
@@ -87,6 +88,7 @@ def make_handler(
     class Handler(BaseHTTPRequestHandler):
         server_version = "episodic-local/1"
         protocol_version = "HTTP/1.1"
+        timeout = SOCKET_TIMEOUT_SECONDS  # a client that stops sending frees its thread
 
         def log_message(self, format: str, *args: Any) -> None:
             logger.debug("http", line=format % args)
@@ -118,7 +120,18 @@ def make_handler(
                 pass
 
         def _dispatch(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = (self.headers.get("Content-Length") or "0").strip()
+            if not declared.isdigit() or self.headers.get("Transfer-Encoding"):
+                # Unreadable framing: the body's end is unknown, so the connection cannot be reused.
+                self.close_connection = True
+                self._error(
+                    400,
+                    "bad_request",
+                    "Content-Length must be a non-negative integer (chunked bodies are not accepted)",
+                    {"Connection": "close"},
+                )
+                return
+            length = int(declared)
             if length > MAX_BODY_BYTES:
                 self._drain(length)
                 self.close_connection = True
@@ -149,8 +162,9 @@ def make_handler(
             context = LocalLambdaContext(aws_request_id=event["requestContext"]["requestId"])
             try:
                 response = lambda_handler(event, context)
-            except Exception:
-                logger.exception("handler failed")
+            except Exception as exc:
+                # The type and place only: an exception's message can quote request content.
+                logger.error("handler failed", error=type(exc).__name__, where=_where(exc))
                 self._error(500, "internal_error", "the request failed; see the server log")
                 return
             out_headers = dict(response.get("headers") or {})
@@ -162,6 +176,14 @@ def make_handler(
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
 
     return Handler
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line`` of the innermost frame of a traceback."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "unknown"
 
 
 class Scheduler:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import queue
 import re
 import sqlite3
 import threading
@@ -149,42 +150,85 @@ class SqliteStore:
         self.embedder = embedder
         self.vectors = VectorSearch(ann_threshold=ann_threshold)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
         self._write_lock = threading.Lock()
-        self._connections: list[sqlite3.Connection] = []
-        self._connections_lock = threading.Lock()
+        self._writer = self._open()
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._idle_count = 0
+        self._pool_lock = threading.Lock()
+        self._closed = False
         with self._write_lock:
-            conn = self._conn()
-            conn.executescript(_SCHEMA)
-            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self._writer.executescript(_SCHEMA)
+            self._writer.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
 
     # ------------------------------------------------------------------ connections
+    #
+    # One writer connection, used under the write lock (SQLite has one writer at a time anyway),
+    # and a small pool of reader connections (WAL lets them read while the writer commits).
+    # A reader is borrowed for one operation and handed back, so the number of open files
+    # depends on how many reads run *at once*, never on how many threads or TCP connections
+    # the server has served: at most MAX_IDLE_READERS stay open between requests.
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA secure_delete=ON")
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._local.conn = conn
-            with self._connections_lock:
-                self._connections.append(conn)
+    MAX_IDLE_READERS = 8
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA foreign_keys=ON")
         return conn
 
-    def close(self) -> None:
-        with self._connections_lock:
-            for conn in self._connections:
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A reader connection for one operation, returned to the pool afterwards."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        try:
+            conn = self._idle.get_nowait()
+            with self._pool_lock:
+                self._idle_count -= 1
+        except queue.Empty:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.rollback()
+            with self._pool_lock:
+                keep = not self._closed and self._idle_count < self.MAX_IDLE_READERS
+                if keep:
+                    self._idle_count += 1
+            if keep:
+                self._idle.put(conn)
+            else:
                 conn.close()
-            self._connections.clear()
-        self._local = threading.local()
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self.reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self.reading() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
+        with self._write_lock:
+            self._writer.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
         with self._write_lock:
+            conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -346,7 +390,7 @@ class SqliteStore:
             self._append_audit(conn, audit)
 
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
-        rows = self._conn().execute(
+        rows = self._query(
             "SELECT tenant_id, actor_id, COUNT(*) FROM episodes WHERE status = 'active' "
             "AND event_type != 'session_summary' AND occurred_at >= ? AND occurred_at < ? "
             "GROUP BY tenant_id, actor_id HAVING COUNT(*) >= ? ORDER BY tenant_id, actor_id",
@@ -356,13 +400,9 @@ class SqliteStore:
 
     def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
         start = int(_decode_cursor(after)[0]) if after else 0
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT rowid, doc FROM episodes WHERE status = 'active' AND rowid > ? ORDER BY rowid LIMIT ?",
-                (start, limit + 1),
-            )
-            .fetchall()
+        rows = self._query(
+            "SELECT rowid, doc FROM episodes WHERE status = 'active' AND rowid > ? ORDER BY rowid LIMIT ?",
+            (start, limit + 1),
         )
         more = len(rows) > limit
         rows = rows[:limit]
@@ -370,7 +410,7 @@ class SqliteStore:
         return [Episode.model_validate_json(r[1]) for r in rows], cursor
 
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
-        rows = self._conn().execute(
+        rows = self._query(
             "SELECT doc FROM episodes WHERE embedder IS NOT ? OR vector IS NULL ORDER BY rowid LIMIT ?",
             (embedder, limit),
         )
@@ -386,18 +426,13 @@ class SqliteStore:
 
     def compact_after_erasure(self) -> None:
         with self._write_lock:
-            conn = self._conn()
-            conn.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._writer.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ reads
 
     def get(self, tenant_id: str, event_id: str) -> Episode | None:
-        row = (
-            self._conn()
-            .execute("SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id))
-            .fetchone()
-        )
+        row = self._one("SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id))
         return Episode.model_validate_json(row[0]) if row else None
 
     def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
@@ -406,7 +441,7 @@ class SqliteStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._conn().execute(
+            rows = self._query(
                 f"SELECT event_id, doc FROM episodes WHERE tenant_id = ? AND event_id IN ({marks})",
                 (tenant_id, *chunk),
             )
@@ -453,14 +488,10 @@ class SqliteStore:
             op = "<" if query.newest_first else ">"
             where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
             params += [occurred, event_id]
-        rows = (
-            self._conn()
-            .execute(
-                f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
-                f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
-                (*params, query.limit + 1),
-            )
-            .fetchall()
+        rows = self._query(
+            f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
+            f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
+            (*params, query.limit + 1),
         )
         more = len(rows) > query.limit
         rows = rows[: query.limit]
@@ -475,9 +506,19 @@ class SqliteStore:
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:
-        embedder = embedder or self.embedder
+        with self.reading() as conn:
+            return self._candidates(conn, scope, query_text, query_vector, pool_size, embedder or self.embedder)
+
+    def _candidates(
+        self,
+        conn: sqlite3.Connection,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None,
+    ) -> RecallCandidates:
         where, params = self._scope_sql(scope)
-        conn = self._conn()
         if query_text is None and query_vector is None:
             rows = conn.execute(
                 f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
@@ -514,13 +555,8 @@ class SqliteStore:
         )
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT request_hash, result, created_at FROM idempotency WHERE tenant_id = ? AND key = ?",
-                (tenant_id, key),
-            )
-            .fetchone()
+        row = self._one(
+            "SELECT request_hash, result, created_at FROM idempotency WHERE tenant_id = ? AND key = ?", (tenant_id, key)
         )
         if row is None:
             return None
@@ -533,11 +569,7 @@ class SqliteStore:
         )
 
     def get_review(self, tenant_id: str, review_id: str) -> Review | None:
-        row = (
-            self._conn()
-            .execute("SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id))
-            .fetchone()
-        )
+        row = self._one("SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id))
         return Review.model_validate_json(row[0]) if row else None
 
     def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]:
@@ -546,27 +578,25 @@ class SqliteStore:
         if status:
             sql += " AND status = ?"
             params.append(status)
-        rows = self._conn().execute(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
+        rows = self._query(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
         return [Review.model_validate_json(r[0]) for r in rows]
 
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
-        rows = self._conn().execute(
+        rows = self._query(
             "SELECT doc FROM reviews WHERE status = 'pending' AND requested_at < ? ORDER BY requested_at LIMIT ?",
             (_micros(before), limit),
         )
         return [Review.model_validate_json(r[0]) for r in rows]
 
     def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
-        rows = self._conn().execute(
+        rows = self._query(
             "SELECT doc FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
             (_micros(now), limit),
         )
         return [Episode.model_validate_json(r[0]) for r in rows]
 
     def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]:
-        rows = self._conn().execute(
-            "SELECT event_id FROM episodes WHERE tenant_id = ? AND actor_id = ?", (tenant_id, actor_id)
-        )
+        rows = self._query("SELECT event_id FROM episodes WHERE tenant_id = ? AND actor_id = ?", (tenant_id, actor_id))
         return [r[0] for r in rows]
 
     def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
@@ -575,7 +605,7 @@ class SqliteStore:
         for start in range(0, len(refs), 500):
             chunk = refs[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._conn().execute(
+            rows = self._query(
                 "SELECT DISTINCT e.event_id FROM episode_refs r JOIN episodes e ON e.rowid = r.episode_rowid "
                 f"WHERE r.tenant_id = ? AND r.ref IN ({marks}) AND e.event_type = 'session_summary'",
                 (tenant_id, *chunk),
@@ -598,22 +628,19 @@ class SqliteStore:
         if query.cursor:
             sql += " AND seq > ?"
             params.append(int(_decode_cursor(query.cursor)[0]))
-        rows = self._conn().execute(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1)).fetchall()
+        rows = self._query(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1))
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = _encode_cursor([rows[-1][0]]) if more and rows else None
         return [AuditRecord.model_validate_json(r[1]) for r in rows], cursor
 
     def writes_enabled(self, tenant_id: str) -> bool:
-        row = (
-            self._conn()
-            .execute("SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,))
-            .fetchone()
-        )
+        row = self._one("SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,))
         return True if row is None else bool(row[0])
 
     def integrity_ok(self) -> bool:
-        return self._conn().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        row = self._one("PRAGMA integrity_check")
+        return row is not None and row[0] == "ok"
 
     def count(self, tenant_id: str, status: Status | None = None) -> int:
         sql = "SELECT COUNT(*) FROM episodes WHERE tenant_id = ?"
@@ -621,4 +648,5 @@ class SqliteStore:
         if status is not None:
             sql += " AND status = ?"
             params.append(status.value)
-        return int(self._conn().execute(sql, params).fetchone()[0])
+        row = self._one(sql, params)
+        return int(row[0]) if row else 0

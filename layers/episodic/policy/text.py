@@ -1,0 +1,122 @@
+# ruff: noqa: RUF001, RUF002 -- look-alike letters and other scripts are what this module is about
+"""Text as the detectors must see it, whatever disguise it arrives in.
+
+An attacker who knows the policy looks for "ignore previous instructions" writes it with a
+Cyrillic ``о``, a zero-width space inside a word, full-width letters, a soft hyphen, a line
+break in the middle of a word, base64 or HTML entities. Two steps undo that:
+
+* :func:`normalise` is what gets *stored*: Unicode NFKC (full-width and other compatibility
+  forms become their plain letters) with invisible formatting characters removed. What the
+  detectors judge is then exactly what is kept and later shown to a model.
+* :func:`views` is what the *detectors* read: the stored text, its "skeleton" (letters that
+  look like Latin ones mapped to Latin, leetspeak digits to letters), the skeleton squashed
+  to letters only (so a word split by dots, spaces or newlines joins up again), and the
+  same for every payload hidden in an encoding (base64, percent-, HTML- or backslash-escapes).
+
+The skeleton is for detection only: a Russian customer's name stays in Cyrillic in storage.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import re
+import unicodedata
+from urllib.parse import unquote
+
+_KEEP_FORMAT = frozenset("\u200c\u200d")
+"""Zero-width (non-)joiners are part of how Persian, Indic scripts and emoji are written: kept."""
+
+_CONFUSABLES = str.maketrans(
+    {
+        # Cyrillic letters that render like Latin ones
+        "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+        "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d",
+        "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l", "ɡ": "g", "ү": "y", "ց": "g", "ո": "n", "ս": "u",
+        "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+        "Т": "T", "Х": "X", "У": "Y", "Ѕ": "S", "І": "I", "Ј": "J", "Ԁ": "D", "Ԛ": "Q", "Ԝ": "W",
+        # Greek
+        "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
+        "υ": "u", "χ": "x", "γ": "y", "η": "n", "ω": "w",
+        "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+        "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+        # Latin letters that pass for others
+        "ı": "i", "ɩ": "i", "ɑ": "a", "ℓ": "l", "ſ": "s",
+    }
+)  # fmt: skip
+
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,10});")
+_BACKSLASH = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8})")
+_NON_LETTERS = re.compile(r"[\W\d_]+")
+
+
+def normalise(text: str) -> str:
+    """NFKC, with invisible formatting characters (zero-width spaces, soft hyphens, bidi
+    controls, BOMs, ...) removed. Idempotent."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in folded if c in _KEEP_FORMAT or unicodedata.category(c) != "Cf")
+
+
+def skeleton(text: str) -> str:
+    """Lower-cased, every look-alike letter and leetspeak digit mapped to plain Latin."""
+    visible = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    return visible.translate(_CONFUSABLES).lower().translate(_LEET)
+
+
+def squashed(text: str) -> str:
+    """Letters only, lower-cased: ``ig.nore prev-ious\\ninstruc tions`` -> ``ignorepreviousinstructions``."""
+    return _NON_LETTERS.sub("", text.lower())
+
+
+def decoded_payloads(text: str) -> list[str]:
+    """Texts hidden in ``text`` by an encoding: base64 runs that decode to readable text, and
+    the whole text with percent-, HTML- and backslash-escapes undone (when it has any)."""
+    found: list[str] = []
+    for run in _BASE64_RUN.findall(text):
+        decoded = _readable_base64(run)
+        if decoded:
+            found.append(decoded)
+    if _PERCENT.search(text):
+        found.append(unquote(text))
+    if _ENTITY.search(text):
+        found.append(html.unescape(text))
+    if _BACKSLASH.search(text):
+        found.append(_BACKSLASH.sub(lambda m: _unescape(m.group(0)), text))
+    return found
+
+
+def views(text: str, depth: int = 2) -> list[str]:
+    """Every reading of ``text`` a detector should try (see the module docstring)."""
+    plain = normalise(text)
+    shape = skeleton(plain)
+    readings = [plain, shape, squashed(plain), squashed(shape)]
+    if depth > 0:
+        for payload in decoded_payloads(plain):
+            readings.extend(views(payload, depth - 1))
+    return list(dict.fromkeys(r for r in readings if r))
+
+
+def _readable_base64(run: str) -> str | None:
+    """The decoded text when ``run`` is base64 of mostly printable UTF-8 with a few words."""
+    padded = run + "=" * (-len(run) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(c.isprintable() or c.isspace() for c in text)
+    if len(text) < 8 or printable < 0.95 * len(text) or not re.search(r"[^\W\d_]{3,}", text):
+        return None
+    return text
+
+
+def _unescape(escape: str) -> str:
+    try:
+        return chr(int(escape[2:], 16))
+    except (ValueError, OverflowError):
+        return escape
