@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from episodic.adapters.aws import tables
+from episodic.adapters.aws.opensearch_schema import MIN_VERSION
 from infra.components.data import AUDIT_FORBIDDEN
 
 
@@ -116,3 +117,11 @@ def test_the_archive_moves_to_colder_classes_that_restore_can_still_read_synchro
     props = dev.template["Resources"][dev.logical_id(dev.stack.data.archive)]["Properties"]
     transitions = [t for rule in props["LifecycleConfiguration"]["Rules"] for t in rule.get("Transitions", [])]
     assert [t["StorageClass"] for t in transitions] == ["STANDARD_IA", "GLACIER_IR"]
+
+
+def test_every_stage_deploys_an_opensearch_version_the_recall_adapter_accepts(dev, prod):
+    for synthesised in (dev, prod):
+        domain = synthesised.template["Resources"][synthesised.logical_id(synthesised.stack.search.cfn)]
+        engine, _, version = domain["Properties"]["EngineVersion"].partition("_")
+        assert engine == "OpenSearch"
+        assert tuple(int(part) for part in version.split(".")[:2]) >= MIN_VERSION

@@ -18,6 +18,7 @@ import json
 import re
 import ssl
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +36,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex, client_for, index_body
+from episodic.adapters.aws.opensearch_client import client_for
+from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
+from episodic.adapters.aws.opensearch_schema import RecallIndexSetupError, index_body
 from episodic.errors import InvalidRequestError, StorageError
 from episodic.model import Episode, EventType, PrivacyClass
 from episodic.ports import Scope
@@ -74,7 +77,7 @@ class FakeOpenSearch:
 
     def __init__(self, cert: Path, key: Path) -> None:
         self.requests: list[Recorded] = []
-        self.replies: deque[tuple[int, bytes]] = deque()
+        self.replies: deque[tuple[int, bytes, float]] = deque()
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,7 +89,9 @@ class FakeOpenSearch:
                 recorder.requests.append(
                     Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
-                status, payload = recorder.replies.popleft() if recorder.replies else (599, b"")
+                status, payload, delay = recorder.replies.popleft() if recorder.replies else (599, b"", 0.0)
+                if delay:  # a slow cluster (tests may patch time.sleep itself, so only when asked)
+                    time.sleep(delay)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json; charset=UTF-8")
                 self.send_header("Content-Length", str(len(payload)))
@@ -106,8 +111,12 @@ class FakeOpenSearch:
         self.endpoint = f"https://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
-    def reply(self, status: int, recorded: str | None = None) -> None:
-        self.replies.append((status, (RECORDED / recorded).read_bytes() if recorded else b""))
+    def reply(self, status: int, recorded: str | None = None, *, delay: float = 0.0) -> None:
+        self.replies.append((status, (RECORDED / recorded).read_bytes() if recorded else b"", delay))
+
+    def reply_cluster(self, recorded: str = "info_2_13.json") -> None:
+        """``GET /``: the version check before the first recall or index creation."""
+        self.reply(200, recorded)
 
 
 @pytest.fixture(scope="session")
@@ -255,7 +264,7 @@ FULL_FILTER = [
 def knn_search(vector: list[float], k: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "size": k,
-        "_source": False,
+        "_source": ["tenantId", "eventId"],
         "query": {
             "knn": {
                 "vector": {
@@ -271,24 +280,33 @@ def knn_search(vector: list[float], k: int, filters: list[dict[str, Any]]) -> di
 def bm25_search(text: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "size": size,
-        "_source": False,
+        "_source": ["tenantId", "eventId"],
         "query": {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}},
     }
 
 
-# ---------------------------------------------------------------------------- ensure_index
+# ---------------------------------------------------------------------------- cluster version and ensure_index
 
 
-def test_given_no_index_when_ensured_then_it_is_created_with_the_knn_mapping(opensearch, index):
+def doc_id(event_id: str, tenant: str = "acme") -> str:
+    """The document id the adapter must use: SHA-256 of ``tenant/eventId``, hex (no escaping needed)."""
+    return hashlib.sha256(f"{tenant}/{event_id}".encode()).hexdigest()
+
+
+def test_given_no_index_when_ensured_then_the_cluster_is_checked_and_the_index_created_behind_its_alias(
+    opensearch, index
+):
+    opensearch.reply_cluster()
     opensearch.reply(404)
     opensearch.reply(200, "create_index.json")
 
     assert index.ensure_index() is True
 
-    head, put = opensearch.requests
-    assert (head.method, head.path, head.body) == ("HEAD", "/episodes", b"")
-    assert (put.method, put.path) == ("PUT", "/episodes")
-    assert put.json() == index_body(4)
+    info, head, put = opensearch.requests
+    assert (info.method, info.path) == ("GET", "/")
+    assert (head.method, head.path, head.body) == ("HEAD", "/_alias/episodes", b"")
+    assert (put.method, put.path) == ("PUT", "/episodes-v1")
+    assert put.json() == {**index_body(4), "aliases": {"episodes": {}}}
     mapping = put.json()["mappings"]
     assert put.json()["settings"] == {"index": {"knn": True}}
     assert mapping["dynamic"] == "strict"
@@ -319,32 +337,101 @@ def test_given_no_index_when_ensured_then_it_is_created_with_the_knn_mapping(ope
     assert set(mapping["properties"]) == keywords | {"occurredAt", "expiresAt", "text", "vector"}
 
 
-def test_given_an_existing_index_when_ensured_then_only_its_existence_is_checked(opensearch, index):
+def test_given_an_existing_alias_when_ensured_then_only_the_cluster_and_the_alias_are_checked(opensearch, index):
+    opensearch.reply_cluster()
     opensearch.reply(200)
 
     assert index.ensure_index() is False
 
-    assert [(r.method, r.path) for r in opensearch.requests] == [("HEAD", "/episodes")]
+    assert [(r.method, r.path) for r in opensearch.requests] == [("GET", "/"), ("HEAD", "/_alias/episodes")]
 
 
 def test_given_another_writer_creates_the_index_first_when_ensured_then_that_is_fine(opensearch, index):
+    opensearch.reply_cluster()
     opensearch.reply(404)
     opensearch.reply(400, "create_index_already_exists.json")
+    opensearch.reply(200)
 
     assert index.ensure_index() is False
 
-    assert [(r.method, r.path) for r in opensearch.requests] == [("HEAD", "/episodes"), ("PUT", "/episodes")]
+    assert [(r.method, r.path) for r in opensearch.requests] == [
+        ("GET", "/"),
+        ("HEAD", "/_alias/episodes"),
+        ("PUT", "/episodes-v1"),
+        ("HEAD", "/_alias/episodes"),
+    ]
+
+
+def test_given_the_index_without_its_alias_when_ensured_then_an_operator_is_asked_to_act(opensearch, index):
+    opensearch.reply_cluster()
+    opensearch.reply(404)
+    opensearch.reply(400, "create_index_already_exists.json")
+    opensearch.reply(404)
+
+    with pytest.raises(RecallIndexSetupError, match="episodes-v1 exists without its alias episodes"):
+        index.ensure_index()
+
+
+def test_given_an_index_named_like_the_alias_when_ensured_then_it_is_refused_with_what_to_do(opensearch, index):
+    opensearch.reply_cluster()
+    opensearch.reply(404)
+    opensearch.reply(400, "create_index_alias_name_taken.json")
+
+    with pytest.raises(RecallIndexSetupError, match="an index named episodes is in the way") as raised:
+        index.ensure_index()
+
+    assert raised.value.status == 500
+
+
+@pytest.mark.parametrize(
+    ("recorded", "message"),
+    [
+        ("info_2_11.json", r"needs OpenSearch 2\.13 or newer; this cluster runs OpenSearch 2\.11\.0$"),
+        ("info_compatibility_mode.json", r"runs OpenSearch 7\.10\.2 .*override_main_response_version off"),
+        ("info_elasticsearch.json", r"needs OpenSearch 2\.13 or newer; the endpoint is not OpenSearch \(7\.10\.2\)"),
+    ],
+    ids=["opensearch-2.11", "compatibility-mode", "elasticsearch"],
+)
+def test_given_an_unsupported_cluster_when_ensured_or_recalled_then_it_is_refused_before_anything_else(
+    opensearch, index, recorded, message
+):
+    opensearch.reply_cluster(recorded)
+    opensearch.reply_cluster(recorded)
+
+    with pytest.raises(RecallIndexSetupError, match=message):
+        index.ensure_index()
+    with pytest.raises(RecallIndexSetupError, match=message):
+        index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10, embedder=EMBEDDER)
+
+    assert [(r.method, r.path) for r in opensearch.requests] == [("GET", "/"), ("GET", "/")]
+
+
+def test_given_a_supported_cluster_when_recalling_twice_then_its_version_is_asked_once(opensearch, index):
+    opensearch.reply(200, "info_2_13.json")
+    opensearch.reply(200, "msearch_bm25_only.json")
+    opensearch.reply(200, "msearch_bm25_only.json")
+
+    for _ in range(2):
+        index.candidates(FULL_SCOPE, "invoice", None, 10)
+
+    assert [(r.method, r.path) for r in opensearch.requests] == [
+        ("GET", "/"),
+        ("POST", "/episodes/_msearch"),
+        ("POST", "/episodes/_msearch"),
+    ]
+    assert index.verify_cluster() == "2.13.0"
 
 
 # ---------------------------------------------------------------------------- candidates
 
 
 def test_given_a_query_and_a_vector_when_recalling_then_one_msearch_carries_filtered_knn_and_bm25(opensearch, index):
+    opensearch.reply_cluster()
     opensearch.reply(200, "msearch_knn_and_bm25.json")
 
-    found = index.candidates(FULL_SCOPE, "  invoice format  ", [1.0, 0.0, 0.0, 0.0], 25, embedder=EMBEDDER).items
+    found = index.candidates(FULL_SCOPE, "  invoice format  ", [1.0, 0.0, 0.0, 0.0], 25, embedder=EMBEDDER)
 
-    (request,) = opensearch.requests
+    _, request = opensearch.requests
     assert (request.method, request.path) == ("POST", "/episodes/_msearch")
     assert request.ndjson() == [
         {},
@@ -358,7 +445,8 @@ def test_given_a_query_and_a_vector_when_recalling_then_one_msearch_carries_filt
     assert "post_filter" not in request.ndjson()[1]
     assert RETENTION in request.ndjson()[3]["query"]["bool"]["filter"]
 
-    by_id = {c.event_id: c for c in found}
+    assert found.degraded == ()
+    by_id = {c.event_id: c for c in found.items}
     assert set(by_id) == {A, B, C}, "the union of both hit lists, as event ids"
     assert by_id[A].lexical == pytest.approx(7.1042585)
     assert by_id[A].semantic == pytest.approx(0.8)  # score 1.8 = 1 + ip
@@ -368,11 +456,12 @@ def test_given_a_query_and_a_vector_when_recalling_then_one_msearch_carries_filt
 
 def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alone(opensearch, index):
     scope = Scope(tenant_id="acme", now=NOW, privacy_classes=(PrivacyClass.PUBLIC, PrivacyClass.INTERNAL))
+    opensearch.reply_cluster()
     opensearch.reply(200, "msearch_bm25_only.json")
 
     found = index.candidates(scope, "invoice", None, 10).items
 
-    (request,) = opensearch.requests
+    _, request = opensearch.requests
     base = [
         {"term": {"tenantId": "acme"}},
         {"terms": {"status": ["active"]}},
@@ -385,11 +474,12 @@ def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alon
 
 
 def test_given_a_query_vector_of_another_model_when_recalling_then_no_knn_search_is_sent(opensearch, index):
+    opensearch.reply_cluster()
     opensearch.reply(200, "msearch_bm25_only.json")
 
     found = index.candidates(FULL_SCOPE, "invoice", [0.2] * 1024, 10, embedder="amazon.titan-embed-text-v2:0").items
 
-    (request,) = opensearch.requests
+    _, request = opensearch.requests
     assert request.ndjson() == [{}, bm25_search("invoice", 10, FULL_FILTER)]
     assert found == [Candidate(event_id=C, lexical=pytest.approx(2.4519653), semantic=0.0)]
 
@@ -402,15 +492,16 @@ def test_given_no_query_when_recalling_then_a_filtered_search_returns_the_newest
         tags=("billing",),
         occurred_after=datetime(2026, 10, 30, 8, 0, 0, 999, tzinfo=UTC),
     )
+    opensearch.reply_cluster()
     opensearch.reply(200, "search_newest.json")
 
-    found = index.candidates(scope, None, None, 50).items
+    found = index.candidates(scope, None, None, 50)
 
-    (request,) = opensearch.requests
+    _, request = opensearch.requests
     assert (request.method, request.path) == ("POST", "/episodes/_search")
     assert request.json() == {
         "size": 50,
-        "_source": False,
+        "_source": ["tenantId", "eventId"],
         "query": {
             "bool": {
                 "filter": [
@@ -426,7 +517,8 @@ def test_given_no_query_when_recalling_then_a_filtered_search_returns_the_newest
         },
         "sort": [{"occurredAt": {"order": "desc"}}, {"eventId": {"order": "desc"}}],
     }
-    assert found == [Candidate(event_id=C), Candidate(event_id=A)]
+    assert found.items == [Candidate(event_id=C), Candidate(event_id=A)]
+    assert found.degraded == ()
 
 
 def test_given_a_scope_without_tenant_when_recalling_then_it_is_refused_before_any_request(opensearch, index):
@@ -437,20 +529,85 @@ def test_given_a_scope_without_tenant_when_recalling_then_it_is_refused_before_a
     assert opensearch.requests == []
 
 
-def test_given_a_failing_search_in_the_msearch_when_recalling_then_storage_error(opensearch, index):
+def test_given_a_hit_of_another_tenant_when_recalling_then_it_is_dropped_by_its_stored_tenant(opensearch, index, caplog):
+    opensearch.reply_cluster()
+    opensearch.reply(200, "msearch_foreign_tenant_hit.json")
+
+    found = index.candidates(FULL_SCOPE, "invoice", None, 10)
+
+    assert found.items == [Candidate(event_id=C, lexical=pytest.approx(2.4519653), semantic=0.0)]
+    assert "outside the tenant scope" in caplog.text
+
+
+# ---------------------------------------------------------------------------- partial answers
+
+
+def test_given_a_failing_knn_search_when_recalling_then_the_bm25_hits_are_kept_and_semantic_is_unavailable(
+    opensearch, index
+):
+    opensearch.reply_cluster()
     opensearch.reply(200, "msearch_knn_item_error.json")
+
+    found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
+
+    assert found.items == []  # the BM25 search answered, with no hits
+    assert found.degraded == ("semantic_unavailable",)
+
+
+def test_given_a_failing_bm25_search_when_recalling_then_the_knn_hits_are_kept_and_lexical_is_unavailable(
+    opensearch, index
+):
+    opensearch.reply_cluster()
+    opensearch.reply(200, "msearch_bm25_item_error.json")
+
+    found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
+
+    assert {c.event_id: c.semantic for c in found.items} == {A: pytest.approx(0.8), B: pytest.approx(-0.25)}
+    assert all(c.lexical == 0.0 for c in found.items)
+    assert found.degraded == ("lexical_unavailable",)
+
+
+def test_given_a_timed_out_knn_and_a_shard_failure_in_bm25_when_recalling_then_both_are_kept_and_flagged_partial(
+    opensearch, index
+):
+    opensearch.reply_cluster()
+    opensearch.reply(200, "msearch_knn_timed_out_bm25_shard_failed.json")
+
+    found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
+
+    assert found.items == [
+        Candidate(event_id=A, lexical=0.0, semantic=pytest.approx(0.8)),
+        Candidate(event_id=C, lexical=pytest.approx(3.2187934), semantic=0.0),
+    ]
+    assert found.degraded == ("semantic_partial", "lexical_partial")
+
+
+def test_given_every_search_failing_when_recalling_then_storage_error(opensearch, index):
+    opensearch.reply_cluster()
+    opensearch.reply(200, "msearch_index_missing.json")
 
     with pytest.raises(StorageError) as raised:
         index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
 
-    assert raised.value.details["status"] == 400
-    assert raised.value.details["type"] == "search_phase_execution_exception"
+    assert raised.value.details == {"operation": "recall", "status": 404, "type": "index_not_found_exception"}
+
+
+def test_given_a_timed_out_listing_when_recalling_without_a_query_then_its_hits_are_kept_and_flagged(
+    opensearch, index
+):
+    opensearch.reply_cluster()
+    opensearch.reply(200, "search_newest_timed_out.json")
+
+    found = index.candidates(Scope(tenant_id="acme", now=NOW), None, None, 50)
+
+    assert found.items == [Candidate(event_id=C)]
+    assert found.degraded == ("listing_partial",)
 
 
 # ---------------------------------------------------------------------------- projection
 
 
-def test_given_an_episode_when_upserted_then_it_is_indexed_under_tenant_hash_event_id(opensearch, index):
+def test_given_an_episode_when_upserted_then_it_is_indexed_through_the_alias_under_a_hashed_id(opensearch, index):
     opensearch.reply(201, "index_doc_created.json")
     opensearch.reply(200, "index_doc_created.json")
 
@@ -458,11 +615,68 @@ def test_given_an_episode_when_upserted_then_it_is_indexed_under_tenant_hash_eve
     index.upsert(episode(A, projectId=None, retention={}), None)  # no vector, no project, no expiry
 
     first, second = opensearch.requests
-    assert (first.method, first.path) == ("PUT", "/episodes/_doc/acme%2301KAZ3Q7J9X2B8M4T6V0W1Y3C5")
+    assert doc_id(A) == "95f577e8f77349fd6df882369069090d34e48f30aba24b2083a256af3400766c"
+    assert (first.method, first.path) == ("PUT", f"/episodes/_doc/{doc_id(A)}?require_alias=true")
     assert first.json() == doc_a()
     assert (second.method, second.path) == (first.method, first.path), "the same id: an idempotent overwrite"
     without = {k: v for k, v in doc_a().items() if k not in ("projectId", "expiresAt", "embedder", "vector")}
     assert second.json() == without
+
+
+def test_given_ids_with_reserved_characters_when_upserted_then_the_path_needs_no_escaping(opensearch, index):
+    opensearch.reply(201, "index_doc_created.json")
+    opensearch.reply(201, "index_doc_created.json")
+
+    index.upsert(episode("evt:1@x.y", tenantId="t:1@a.b"), None)
+    index.upsert(episode("evt:1@x.y", tenantId="t:1@a"), None)  # a similar pair gets another id
+
+    first, second = opensearch.requests
+    assert re.fullmatch(r"/episodes/_doc/[0-9a-f]{64}\?require_alias=true", first.path)
+    assert first.path == f"/episodes/_doc/{doc_id('evt:1@x.y', 't:1@a.b')}?require_alias=true"
+    assert second.path != first.path
+    assert (first.json()["tenantId"], first.json()["eventId"]) == ("t:1@a.b", "evt:1@x.y")
+
+
+def test_given_the_index_was_deleted_when_upserting_then_it_is_recreated_with_its_mapping_before_the_write(
+    opensearch, index
+):
+    opensearch.reply(404, "index_doc_no_alias.json")  # require_alias: nothing auto-created
+    opensearch.reply_cluster()
+    opensearch.reply(404)  # HEAD /_alias/episodes
+    opensearch.reply(200, "create_index.json")
+    opensearch.reply(201, "index_doc_created.json")
+
+    index.upsert(episode(A), [0.5, 0.5, 0.5, 0.5])
+
+    refused, info, head, create, written = opensearch.requests
+    assert (refused.method, refused.path) == ("PUT", f"/episodes/_doc/{doc_id(A)}?require_alias=true")
+    assert [(r.method, r.path) for r in (info, head, create)] == [
+        ("GET", "/"),
+        ("HEAD", "/_alias/episodes"),
+        ("PUT", "/episodes-v1"),
+    ]
+    assert create.json()["mappings"]["properties"]["vector"]["type"] == "knn_vector"
+    assert create.json()["aliases"] == {"episodes": {}}
+    assert (written.method, written.path, written.json()) == (refused.method, refused.path, doc_a())
+
+
+def test_given_a_stray_index_named_like_the_alias_when_upserting_then_nothing_is_written_and_it_is_refused(
+    opensearch, index
+):
+    opensearch.reply(404, "index_doc_no_alias.json")  # an index, not an alias: require_alias refuses it too
+    opensearch.reply_cluster()
+    opensearch.reply(404)
+    opensearch.reply(400, "create_index_alias_name_taken.json")
+
+    with pytest.raises(RecallIndexSetupError):
+        index.upsert(episode(A), [0.5, 0.5, 0.5, 0.5])
+
+    assert [(r.method, r.path.split("?")[0]) for r in opensearch.requests] == [
+        ("PUT", f"/episodes/_doc/{doc_id(A)}"),
+        ("GET", "/"),
+        ("HEAD", "/_alias/episodes"),
+        ("PUT", "/episodes-v1"),
+    ]
 
 
 def test_given_a_vector_of_another_model_when_upserted_then_only_its_text_and_scope_are_indexed(opensearch, index):
@@ -484,8 +698,8 @@ def test_given_present_and_missing_docs_when_removed_then_both_deletes_succeed(o
     index.remove("acme", B)  # already gone: removal is idempotent
 
     assert [(r.method, r.path, r.body) for r in opensearch.requests] == [
-        ("DELETE", f"/episodes/_doc/acme%23{A}", b""),
-        ("DELETE", f"/episodes/_doc/acme%23{B}", b""),
+        ("DELETE", f"/episodes/_doc/{doc_id(A)}", b""),
+        ("DELETE", f"/episodes/_doc/{doc_id(B)}", b""),
     ]
 
 
@@ -509,15 +723,15 @@ def test_given_a_429_for_one_item_when_bulk_upserting_then_only_it_is_retried_af
     assert indexed == 2
     assert slept == [2], "waited initial_backoff seconds before the retry"
     first, retry = opensearch.requests
-    assert (first.method, first.path) == ("POST", "/episodes/_bulk")
+    assert (first.method, first.path) == ("POST", "/episodes/_bulk?require_alias=true")
     assert first.ndjson() == [
-        {"index": {"_id": f"acme#{A}"}},
+        {"index": {"_id": doc_id(A)}},
         doc_a(),
-        {"index": {"_id": f"acme#{B}"}},
+        {"index": {"_id": doc_id(B)}},
         doc_b,
     ]
-    assert (retry.method, retry.path) == ("POST", "/episodes/_bulk")
-    assert retry.ndjson() == [{"index": {"_id": f"acme#{B}"}}, doc_b]
+    assert (retry.method, retry.path) == ("POST", "/episodes/_bulk?require_alias=true")
+    assert retry.ndjson() == [{"index": {"_id": doc_id(B)}}, doc_b]
 
 
 def test_given_nothing_to_index_when_bulk_upserting_then_no_request_is_sent(opensearch, index):
@@ -529,6 +743,7 @@ def test_given_nothing_to_index_when_bulk_upserting_then_no_request_is_sent(open
 
 
 def test_given_a_500_when_recalling_then_storage_error(opensearch, index):
+    opensearch.reply_cluster()
     opensearch.reply(500, "error_500.json")
 
     with pytest.raises(StorageError) as raised:
@@ -536,7 +751,7 @@ def test_given_a_500_when_recalling_then_storage_error(opensearch, index):
 
     assert raised.value.status == 503
     assert raised.value.details == {"operation": "recall", "status": 500, "type": "search_phase_execution_exception"}
-    assert len(opensearch.requests) == 1, "a 500 is not retried by the transport"
+    assert len(opensearch.requests) == 2, "a 500 is not retried by the transport"
 
 
 def test_given_a_rejected_document_when_upserted_then_the_error_carries_no_episode_text(opensearch, index):
@@ -561,6 +776,22 @@ def test_given_an_unreachable_endpoint_when_called_then_storage_error(opensearch
         index.remove("acme", A)
 
     assert raised.value.details == {"operation": "remove", "status": None, "type": "connection_error"}
+
+
+def test_given_a_slow_cluster_and_no_retry_on_timeout_when_recalling_then_one_attempt_and_a_timeout_error(
+    opensearch, fake_aws
+):
+    index = OpenSearchRecallIndex(
+        client_for(opensearch.endpoint, "eu-west-1", "es", timeout=0.3, retry_on_timeout=False), INDEX, 4, EMBEDDER
+    )
+    opensearch.reply_cluster()
+    opensearch.reply(200, "msearch_bm25_only.json", delay=1.0)
+
+    with pytest.raises(StorageError) as raised:
+        index.candidates(FULL_SCOPE, "invoice", None, 10)
+
+    assert raised.value.details == {"operation": "recall", "status": None, "type": "timeout"}
+    assert [(r.method, r.path) for r in opensearch.requests] == [("GET", "/"), ("POST", "/episodes/_msearch")]
 
 
 # ---------------------------------------------------------------------------- SigV4

@@ -77,14 +77,16 @@ def embedder_identity(settings: Settings) -> tuple[str, int]:
 def opensearch_index(settings: Settings, ensure: bool = False) -> Any:
     """The OpenSearch recall index (also the stream's projection), or None without an endpoint.
 
-    ``ensure`` creates the index with its k-NN mapping if it is missing: the stream processor,
-    the first writer, asks for it, so a first document never auto-creates an index without one.
+    ``ensure`` checks the cluster's version and creates the index with its k-NN mapping if it
+    is missing: the stream processor, the first writer, asks for it on start. (Writes could
+    not create it without the mapping anyway: they go through an alias that must exist.)
     """
     if not settings.opensearch_endpoint:
         return None
     import boto3
 
-    from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex, client_for
+    from episodic.adapters.aws.opensearch_client import client_for
+    from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
 
     region = settings.aws_region or boto3.session.Session().region_name or "us-east-1"
     client = client_for(settings.opensearch_endpoint, region, settings.opensearch_service)

@@ -1,5 +1,12 @@
 """Recall at scale: one OpenSearch index serving filtered k-NN and BM25, fed from the timeline.
 
+**OpenSearch 2.13 or newer.** Filtered k-NN returned fewer than ``k`` hits before 2.10 and
+exact-search inner-product scores differed before 2.13 (details in
+:mod:`~episodic.adapters.aws.opensearch_schema`). The cluster's version (``GET /``) is
+checked when the index is ensured (the stream processor, on start) and before the first
+recall of each instance; an older cluster, or one that is not OpenSearch, is refused with
+:class:`~episodic.adapters.aws.opensearch_schema.RecallIndexSetupError`.
+
 The index is a *projection* of the DynamoDB timeline (the stream processor keeps it in step
 through :class:`~episodic.adapters.aws.stream_processor.RecallProjection`). It holds, per
 episode, only what recall filters and matches on: the scope fields as keywords and dates,
@@ -9,13 +16,13 @@ stored; recall re-reads the episodes from the timeline and re-checks the scope t
 **Scope first.** Every query carries one filter built from the :class:`~episodic.ports.Scope`
 -- tenant (always, first), statuses, privacy classes, actor, project, event types, every tag,
 the occurrence window and retention (``expiresAt`` missing or still in the future). The
-k-NN query carries it *inside* the ``knn`` clause (faiss efficient filtering, OpenSearch
-2.9+), so the engine returns the ``k`` nearest episodes of the scope, never a post-filtered
-remainder of a global top ``k``. The k-NN filter also requires ``embedder`` = this index's
-embedder, so vectors of another model are never compared with the query's (a query vector
-made by another model skips the k-NN search altogether). The lexical
-query and the no-query listing use the scope filter without that term: an episode indexed
-without a vector (or with another model's) stays findable by its text and by time.
+k-NN query carries it *inside* the ``knn`` clause (faiss efficient filtering), so the engine
+returns the ``k`` nearest episodes of the scope, never a post-filtered remainder of a global
+top ``k``. The k-NN filter also requires ``embedder`` = this index's embedder, so vectors of
+another model are never compared with the query's (a query vector made by another model
+skips the k-NN search altogether). The lexical query and the no-query listing use the scope
+filter without that term: an episode indexed without a vector (or with another model's)
+stays findable by its text and by time.
 
 **Signals, not a ranking.** With a query, the k-NN and BM25 searches go in one ``_msearch``
 round trip and :meth:`OpenSearchRecallIndex.candidates` returns the union of both hit lists
@@ -26,38 +33,49 @@ in the pool and combines it with the cosine, recency, importance, trust and conf
 reports every component. (A candidate found by only one of the two searches carries 0 for
 the other signal.)
 
-**Writes** are idempotent: the document id is ``<tenantId>#<eventId>`` (tenant ids cannot
-contain ``#``) and every write is an ``index`` operation, so a redelivered stream record
-rewrites the same document. A delete of a missing document is a no-op. Bulk loads retry
-documents rejected with 429 with exponential backoff.
+**What worked is kept, and what did not is said.** ``_msearch`` answers each search on its
+own. A search that failed adds ``semantic_unavailable`` / ``lexical_unavailable`` to
+:attr:`~episodic.ports.RecallCandidates.degraded` and the other search's hits still count;
+one that timed out or lost shards (``timed_out``, ``_shards.failed``) keeps the hits it has
+and adds ``semantic_partial`` / ``lexical_partial`` (``listing_partial`` for the no-query
+listing). Only when every search failed is it a :class:`~episodic.errors.StorageError`.
 
-**Errors** from ``opensearchpy`` become :class:`~episodic.errors.StorageError` carrying the
-operation, the HTTP status and the error type only: OpenSearch error reasons can quote
-document content (a mapping failure previews the field's value), so they never reach a
-message or a log line from here.
+**Writes** are idempotent: the document id is a SHA-256 of tenant and event id, in hex --
+deterministic, so a redelivered stream record rewrites the same document, and free of
+characters a URL path must escape (``#`` or ``:`` would be percent-encoded, and SigV4
+signers and services have disagreed on how to canonicalise encoded paths). Hits are
+mapped back through the ``tenantId`` and ``eventId`` fields of their ``_source``, never by
+parsing an id, and a hit of another tenant is dropped. Every write goes through the index
+alias with ``require_alias=true``, so no write can create the index without its mapping
+(see :mod:`~episodic.adapters.aws.opensearch_schema`); a write that finds the index gone
+re-creates it, mapping included, and writes again. A delete of a missing document is a
+no-op. Bulk loads retry documents rejected with 429 with exponential backoff.
+
+**Errors** become :class:`~episodic.errors.StorageError` carrying the operation, the HTTP
+status and the error type only (:mod:`~episodic.adapters.aws.opensearch_client`).
 
 Caveat for Serverless: AWS documents that *vector search* collections of OpenSearch
-Serverless assign document ids themselves and refuse custom ids on index requests; the
-id-keyed idempotent upsert here is written for managed domains (service ``es``). Check the
-collection type before pointing this adapter at a Serverless collection.
+Serverless assign document ids themselves and refuse custom ids on index requests, and
+Serverless has neither index aliases nor a cluster version to check; this adapter is
+written for managed domains (service ``es``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlparse
 
-from opensearchpy import OpenSearch, RequestsAWSV4SignerAuth, RequestsHttpConnection
-from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import NotFoundError
 from opensearchpy.helpers import streaming_bulk
 
+from episodic.adapters.aws.opensearch_client import error_type, storage_errors
+from episodic.adapters.aws.opensearch_schema import check_cluster, ensure_index
 from episodic.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.model import Episode
 from episodic.ports import RecallCandidates, Scope, Vector
@@ -65,79 +83,10 @@ from episodic.ranking import Candidate
 
 logger = logging.getLogger(__name__)
 
-SERVICES = ("es", "aoss")
-"""SigV4 service names: ``es`` for managed domains, ``aoss`` for Serverless collections."""
-
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 128
 BULK_CHUNK_DOCS = 500
 BULK_CHUNK_BYTES = 10 * 1024 * 1024  # the smallest HTTP payload limit of managed domains
-_ERROR_TYPE = re.compile(r"^[a-z_]{1,80}$")
-
-
-def client_for(endpoint: str, region: str, service: str = "es", *, timeout: float = 10.0) -> OpenSearch:
-    """The one place a client is built: HTTPS with certificate checks, every request SigV4-signed.
-
-    ``endpoint`` is the domain or collection endpoint (``https://search-x.eu-west-1.es.amazonaws.com``
-    or ``https://abc123.eu-west-1.aoss.amazonaws.com``; the scheme may be omitted). Credentials
-    come from the default boto3 chain (the Lambda role), refreshed as they expire.
-    """
-    if service not in SERVICES:
-        raise ValueError(f"service must be one of {SERVICES}, not {service!r}")
-    parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
-    if parsed.scheme != "https" or not parsed.hostname:
-        raise ValueError("the OpenSearch endpoint must be an https:// URL or a host name")
-    import boto3
-
-    credentials = boto3.Session().get_credentials()
-    if credentials is None:
-        raise ValueError("no AWS credentials found to sign OpenSearch requests")
-    return OpenSearch(
-        hosts=[{"host": parsed.hostname, "port": parsed.port or 443}],
-        http_auth=RequestsAWSV4SignerAuth(credentials, region, service),
-        use_ssl=True,
-        verify_certs=True,
-        connection_class=RequestsHttpConnection,
-        timeout=timeout,
-        max_retries=2,
-        retry_on_timeout=True,
-    )
-
-
-def index_body(dimension: int) -> dict[str, Any]:
-    """Settings and mapping of the recall index (``dynamic: strict``: nothing else gets stored)."""
-    keyword = {"type": "keyword"}
-    date = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
-    return {
-        "settings": {"index": {"knn": True}},
-        "mappings": {
-            "dynamic": "strict",
-            "properties": {
-                "eventId": keyword,
-                "tenantId": keyword,
-                "actorId": keyword,
-                "projectId": keyword,
-                "eventType": keyword,
-                "status": keyword,
-                "privacyClass": keyword,
-                "tags": keyword,
-                "embedder": keyword,
-                "occurredAt": date,
-                "expiresAt": date,
-                "text": {"type": "text", "analyzer": "english"},
-                "vector": {
-                    "type": "knn_vector",
-                    "dimension": dimension,
-                    "method": {
-                        "name": "hnsw",
-                        "engine": "faiss",
-                        "space_type": "innerproduct",
-                        "parameters": {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
-                    },
-                },
-            },
-        },
-    }
+_IDS = ["tenantId", "eventId"]
+"""The only ``_source`` fields a search asks for: enough to map a hit back to an episode."""
 
 
 def cosine_from_score(score: float) -> float:
@@ -172,32 +121,20 @@ def _ms_ceil(value: datetime) -> datetime:
     return value
 
 
-def _describe(error: OpenSearchException) -> tuple[Any, str]:
-    """Status and error type of an ``opensearchpy`` error -- never its reason text."""
-    if isinstance(error, OpenSearchConnectionError):
-        return None, "connection_error"
-    if isinstance(error, TransportError):
-        kind = error.error if isinstance(error.error, str) and _ERROR_TYPE.match(error.error) else "unknown"
-        return error.status_code, kind
-    return None, type(error).__name__
-
-
-@contextmanager
-def _storage_errors(operation: str) -> Iterator[None]:
-    try:
-        yield
-    except OpenSearchException as exc:
-        status, kind = _describe(exc)
-        logger.warning("opensearch %s failed: status=%s type=%s", operation, status, kind)
-        if status is None:
-            message = f"the recall index is unreachable ({operation}: {kind})"
-        else:
-            message = f"the recall index failed ({operation}: HTTP {status} {kind})"
-        raise StorageError(message, operation=operation, status=status, type=kind) from None
+def _incomplete(result: dict[str, Any], search: str) -> bool:
+    """Whether a search answered with only part of the index (it timed out, or shards failed)."""
+    shards = result.get("_shards")
+    failed = shards.get("failed", 0) if isinstance(shards, dict) else 0
+    timed_out = result.get("timed_out") is True
+    if timed_out or (isinstance(failed, int) and failed > 0):
+        logger.warning("opensearch %s search incomplete: timed_out=%s failed_shards=%s", search, timed_out, failed)
+        return True
+    return False
 
 
 class OpenSearchRecallIndex:
-    """:class:`~episodic.ports.RecallIndex` and :class:`RecallProjection` over one OpenSearch index."""
+    """:class:`~episodic.ports.RecallIndex` and :class:`RecallProjection` over one OpenSearch index,
+    reached through the alias ``index``."""
 
     def __init__(
         self,
@@ -215,21 +152,23 @@ class OpenSearchRecallIndex:
         self.embedder = embedder
         self.max_retries = max_retries
         self.initial_backoff = initial_backoff
+        self._cluster_version: str | None = None
 
     # ------------------------------------------------------------------ index
 
+    def verify_cluster(self) -> str:
+        """The cluster's version, once it passed :func:`check_cluster` (asked once per instance)."""
+        if self._cluster_version is None:
+            with storage_errors("info"):
+                info = self.client.info()
+            self._cluster_version = check_cluster(info)
+        return self._cluster_version
+
     def ensure_index(self) -> bool:
-        """Create the index with its mapping if it does not exist; True when it was created."""
-        with _storage_errors("ensure_index"):
-            if self.client.indices.exists(index=self.index):
-                return False
-            try:
-                self.client.indices.create(index=self.index, body=index_body(self.dimension))
-            except TransportError as exc:
-                if exc.status_code == 400 and exc.error == "resource_already_exists_exception":
-                    return False  # another writer created it between the check and the create
-                raise
-        return True
+        """Check the cluster, then create the index with its mapping behind the alias if it is
+        missing; True when it was created."""
+        self.verify_cluster()
+        return ensure_index(self.client, self.index, self.dimension)
 
     # ------------------------------------------------------------------ projection
 
@@ -268,23 +207,32 @@ class OpenSearchRecallIndex:
 
     @staticmethod
     def doc_id(tenant_id: str, event_id: str) -> str:
-        return f"{tenant_id}#{event_id}"
+        """Deterministic and URL-safe (ids cannot contain ``/``, so the pair is unambiguous)."""
+        return hashlib.sha256(f"{tenant_id}/{event_id}".encode()).hexdigest()
 
     def upsert(self, episode: Episode, vector: Vector | None, embedder: str | None = None) -> None:
-        with _storage_errors("upsert"):
-            self.client.index(
-                index=self.index,
-                id=self.doc_id(episode.tenant_id, episode.event_id),
-                body=self.document(episode, vector, embedder),
-            )
+        doc_id = self.doc_id(episode.tenant_id, episode.event_id)
+        body = self.document(episode, vector, embedder)
+        with storage_errors("upsert"):
+            try:
+                self.client.index(index=self.index, id=doc_id, body=body, require_alias=True)
+            except NotFoundError as exc:
+                if error_type(exc.error) != "index_not_found_exception":
+                    raise
+                # The alias went with its index: re-create both, mapping included, then write.
+                logger.error("recall index %s is gone; re-creating it: rebuild it from the timeline", self.index)
+                self.ensure_index()
+                self.client.index(index=self.index, id=doc_id, body=body, require_alias=True)
 
     def remove(self, tenant_id: str, event_id: str) -> None:
-        with _storage_errors("remove"), suppress(NotFoundError):  # already gone: removal is idempotent
+        with storage_errors("remove"), suppress(NotFoundError):  # already gone: removal is idempotent
             self.client.delete(index=self.index, id=self.doc_id(tenant_id, event_id))
 
     def bulk_upsert(self, items: Iterable[tuple[Episode, Vector | None]]) -> int:
         """Index many episodes (backfills, re-indexing); returns how many were indexed.
 
+        Call :meth:`ensure_index` first: like every write, this one never creates the index
+        (documents sent while the alias is missing fail with ``index_not_found_exception``).
         Documents rejected with 429 are retried up to ``max_retries`` times, waiting
         ``initial_backoff`` seconds, doubling each time. Anything still failing raises
         :class:`StorageError` naming the document ids and statuses, never their content."""
@@ -298,11 +246,12 @@ class OpenSearchRecallIndex:
         )
         indexed = 0
         failed: list[dict[str, Any]] = []
-        with _storage_errors("bulk_upsert"):
+        with storage_errors("bulk_upsert"):
             for ok, result in streaming_bulk(
                 self.client,
                 actions,
                 index=self.index,
+                require_alias=True,
                 chunk_size=BULK_CHUNK_DOCS,
                 max_chunk_bytes=BULK_CHUNK_BYTES,
                 max_retries=self.max_retries,
@@ -379,10 +328,9 @@ class OpenSearchRecallIndex:
             raise InvalidRequestError("pool_size must be at least 1")
         text = query_text.strip() if query_text else ""
         if not text and query_vector is None:
-            return RecallCandidates(self._newest(scope, filters, pool_size))
+            return self._newest(scope, filters, pool_size)
 
-        searches: list[str] = []
-        body: list[dict[str, Any]] = []
+        searches: dict[str, dict[str, Any]] = {}
         if query_vector is not None and embedder not in (None, self.embedder):
             logger.warning("query vector of embedder %s not compared with %s vectors", embedder, self.embedder)
         elif query_vector is not None:
@@ -391,73 +339,66 @@ class OpenSearchRecallIndex:
                     f"the query vector has {len(query_vector)} dimensions; the recall index holds {self.dimension}"
                 )
             knn_filter = {"bool": {"filter": [*filters, {"term": {"embedder": self.embedder}}]}}
-            searches.append("semantic")
-            body += [
-                {},
-                {
-                    "size": pool_size,
-                    "_source": False,
-                    "query": {
-                        "knn": {
-                            "vector": {
-                                "vector": _as_list(query_vector),
-                                "k": pool_size,
-                                "filter": knn_filter,
-                            }
-                        }
-                    },
-                },
-            ]
+            knn = {"vector": {"vector": _as_list(query_vector), "k": pool_size, "filter": knn_filter}}
+            searches["semantic"] = {"size": pool_size, "_source": _IDS, "query": {"knn": knn}}
         if text:
-            searches.append("lexical")
-            body += [
-                {},
-                {
-                    "size": pool_size,
-                    "_source": False,
-                    "query": {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}},
-                },
-            ]
+            match = {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}}
+            searches["lexical"] = {"size": pool_size, "_source": _IDS, "query": match}
         if not searches:
             return RecallCandidates()
-        with _storage_errors("recall"):
-            response = self.client.msearch(index=self.index, body=body)
+        self.verify_cluster()
+        with storage_errors("recall"):
+            response = self.client.msearch(index=self.index, body=[line for s in searches.values() for line in ({}, s)])
+        return self._merge(scope, list(searches), response["responses"])
 
+    def _merge(self, scope: Scope, searches: list[str], responses: list[dict[str, Any]]) -> RecallCandidates:
+        """The union of the searches' hits, and what was missing; an error only if nothing answered."""
         found: dict[str, dict[str, float]] = {}
-        for kind, result in zip(searches, response["responses"], strict=True):
+        degraded: list[str] = []
+        failures: list[tuple[Any, str]] = []
+        for search, result in zip(searches, responses, strict=True):
             if "error" in result or result.get("status", 200) >= 300:
                 error = result.get("error")
-                error_type = error.get("type") if isinstance(error, dict) else "unknown"
-                logger.warning("opensearch %s search failed: status=%s type=%s", kind, result.get("status"), error_type)
-                raise StorageError(
-                    f"the recall index failed (recall: HTTP {result.get('status')} {error_type})",
-                    operation="recall",
-                    status=result.get("status"),
-                    type=error_type,
-                )
+                failure = (result.get("status"), error_type(error.get("type") if isinstance(error, dict) else None))
+                logger.warning("opensearch %s search failed: status=%s type=%s", search, *failure)
+                failures.append(failure)
+                degraded.append(f"{search}_unavailable")
+                continue
+            if _incomplete(result, search):
+                degraded.append(f"{search}_partial")
             for event_id, score in self._hits(scope, result):
                 signals = found.setdefault(event_id, {"lexical": 0.0, "semantic": 0.0})
-                signals[kind] = cosine_from_score(score) if kind == "semantic" else score
-        return RecallCandidates(
-            [Candidate(event_id=k, lexical=v["lexical"], semantic=v["semantic"]) for k, v in found.items()]
-        )
+                signals[search] = cosine_from_score(score) if search == "semantic" else score
+        if len(failures) == len(searches):
+            status, kind = failures[0]
+            raise StorageError(
+                f"the recall index failed (recall: HTTP {status} {kind})", operation="recall", status=status, type=kind
+            )
+        items = [Candidate(event_id=k, lexical=v["lexical"], semantic=v["semantic"]) for k, v in found.items()]
+        return RecallCandidates(items, tuple(degraded))
 
-    def _newest(self, scope: Scope, filters: list[dict[str, Any]], pool_size: int) -> list[Candidate]:
+    def _newest(self, scope: Scope, filters: list[dict[str, Any]], pool_size: int) -> RecallCandidates:
         body = {
             "size": pool_size,
-            "_source": False,
+            "_source": _IDS,
             "query": {"bool": {"filter": filters}},
             "sort": [{"occurredAt": {"order": "desc"}}, {"eventId": {"order": "desc"}}],
         }
-        with _storage_errors("recall"):
+        self.verify_cluster()
+        with storage_errors("recall"):
             response = self.client.search(index=self.index, body=body)
-        return [Candidate(event_id=event_id) for event_id, _ in self._hits(scope, response)]
+        items = [Candidate(event_id=event_id) for event_id, _ in self._hits(scope, response)]
+        return RecallCandidates(items, ("listing_partial",) if _incomplete(response, "listing") else ())
 
     def _hits(self, scope: Scope, result: dict[str, Any]) -> Iterator[tuple[str, float]]:
-        """(eventId, score) of each hit; a hit outside the scope's tenant is dropped, loudly."""
-        for hit in result["hits"]["hits"]:
-            tenant, sep, event_id = str(hit["_id"]).partition("#")
-            if not sep or tenant != scope.tenant_id:
+        """(eventId, score) of each hit, read from its ``_source``; a hit outside the scope's
+        tenant (or without ids) is dropped, loudly."""
+        for hit in result.get("hits", {}).get("hits", []):
+            source = hit.get("_source")
+            tenant, event_id = (
+                (source.get("tenantId"), source.get("eventId")) if isinstance(source, dict) else (None, None)
+            )
+            if tenant != scope.tenant_id or not isinstance(event_id, str) or not event_id:
                 logger.error("recall index returned a document outside the tenant scope; dropped")
                 continue
             score = hit.get("_score")
