@@ -23,9 +23,11 @@ from episodic.adapters.aws.s3_archive import S3ColdArchive
 from episodic.adapters.local.archive import FolderArchive
 from episodic.errors import StorageError
 from episodic.model import Episode
+from episodic.pseudonyms import actor_pseudonym
 from tests.support.factories import proposal_dict
 
 BUCKET = "episodic-archive-test"
+USER_1 = actor_pseudonym("acme", "user-1")
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 SUMMARY = "User prefers invoices as PDF attachments sent to the finance mailbox"
 
@@ -125,10 +127,12 @@ def test_given_no_kms_key_when_archived_then_the_bucket_default_kms_key_is_used(
 # -- layout ---------------------------------------------------------------------------------
 
 
-def test_given_an_episode_when_archived_then_the_key_is_tenant_actor_date_id_and_a_pointer_names_it(aws):
+def test_given_an_episode_when_archived_then_the_key_is_tenant_pseudonym_date_id_and_a_pointer_names_it(aws):
     ep = episode("01JEVENT000000000000000001", day=3)
     key = aws.archive.put(ep, "retention_expired", NOW)
-    assert key == "archive/acme/user-1/2026/11/03/01JEVENT000000000000000001.json.gz"
+    assert len(USER_1) == 32 and int(USER_1, 16) >= 0
+    assert key == f"archive/acme/{USER_1}/2026/11/03/01JEVENT000000000000000001.json.gz"
+    assert "user-1" not in key, "keys reach audit records, which outlive an actor's erasure"
     pointer = aws.s3.get_object(Bucket=BUCKET, Key="archive/_by_id/acme/01JEVENT000000000000000001")
     assert pointer["Body"].read().decode() == key
     assert aws.object_keys() == {key, "archive/_by_id/acme/01JEVENT000000000000000001"}
@@ -138,8 +142,8 @@ def test_given_hostile_ids_when_archived_then_every_component_is_percent_encoded
     # The model's Id pattern forbids '/', so the hostile actor bypasses validation on purpose.
     ep = episode("evt:1@x.y").model_copy(update={"actor_id": "a/../b"})
     key = aws.archive.put(ep, "retention_expired", NOW)
-    assert key == "archive/acme/a%2F%2E%2E%2Fb/2026/11/28/evt%3A1%40x%2Ey.json.gz"
-    # Same component rule as the local archive.
+    assert key == f"archive/acme/{actor_pseudonym('acme', 'a/../b')}/2026/11/28/evt%3A1%40x%2Ey.json.gz"
+    # Same component rules as the local archive.
     local_key = FolderArchive(tmp_path).put(ep, "retention_expired", NOW)
     assert local_key.split("/")[1] == key.split("/")[2]
     assert local_key.split("/")[-1] == key.split("/")[-1]
@@ -155,7 +159,7 @@ def test_given_a_tenant_named_like_the_pointer_folder_when_its_actor_is_erased_t
     aws.archive.put(victim, "retention_expired", NOW)
     hostile = episode("01JEVENT000000000000000002", actor="acme").model_copy(update={"tenant_id": "_by_id"})
     key = aws.archive.put(hostile, "retention_expired", NOW)
-    assert key.startswith("archive/%5Fby_id/acme/")
+    assert key.startswith(f"archive/%5Fby_id/{actor_pseudonym('_by_id', 'acme')}/")
     assert aws.archive.delete_actor("_by_id", "acme") == 1
     assert aws.archive.contains("acme", victim.event_id)
 
@@ -197,7 +201,7 @@ def test_given_several_ids_when_deleted_then_only_those_records_go_and_the_count
     removed = aws.archive.delete_events("acme", ["01JEVENT000000000000000001", "01JEVENT000000000000000002"] * 2)
     assert removed == 2
     assert aws.object_keys() == {
-        "archive/acme/user-1/2026/11/28/01JEVENT000000000000000003.json.gz",
+        f"archive/acme/{USER_1}/2026/11/28/01JEVENT000000000000000003.json.gz",
         "archive/_by_id/acme/01JEVENT000000000000000003",
     }
 
@@ -260,8 +264,8 @@ def test_given_several_actors_when_one_is_erased_then_only_its_records_and_point
     assert not remaining & set(mine)
     assert "archive/_by_id/acme/01JEVENT000000000000000001" not in remaining
     assert "archive/_by_id/acme/01JEVENT000000000000000002" not in remaining
-    assert aws.versions("archive/acme/user-1/") == []
-    assert aws.archive.contains("acme", "01JEVENT000000000000000003")  # user-10 shares the prefix "user-1"
+    assert aws.versions(f"archive/acme/{USER_1}/") == []
+    assert aws.archive.contains("acme", "01JEVENT000000000000000003")
     assert aws.archive.contains("acme", "01JEVENT000000000000000004")
     assert aws.archive.delete_actor("acme", "user-1") == 0
 
@@ -307,12 +311,8 @@ def test_given_an_empty_archive_when_asked_about_a_missing_id_then_none_false_an
 
 
 def test_given_a_pointer_naming_another_tenants_record_when_read_then_storage_error(aws):
-    aws.archive.put(episode("01JEVENT000000000000000001", tenant="globex"), "retention_expired", NOW)
-    aws.s3.put_object(
-        Bucket=BUCKET,
-        Key="archive/_by_id/acme/01JEVENT000000000000000001",
-        Body=b"archive/globex/user-1/2026/11/28/01JEVENT000000000000000001.json.gz",
-    )
+    globex_key = aws.archive.put(episode("01JEVENT000000000000000001", tenant="globex"), "retention_expired", NOW)
+    aws.s3.put_object(Bucket=BUCKET, Key="archive/_by_id/acme/01JEVENT000000000000000001", Body=globex_key.encode())
     with pytest.raises(StorageError):
         aws.archive.get("acme", "01JEVENT000000000000000001")
     with pytest.raises(StorageError):
@@ -348,7 +348,7 @@ def test_given_a_prefix_without_a_trailing_slash_when_constructed_then_it_is_ref
 def test_given_a_custom_prefix_when_archived_then_records_and_pointers_live_under_it(aws):
     archive = S3ColdArchive(aws.s3, BUCKET, kms_key_id=aws.key_arn, prefix="cold/v1/")
     key = archive.put(episode("01JEVENT000000000000000001"), "retention_expired", NOW)
-    assert key.startswith("cold/v1/acme/user-1/")
+    assert key.startswith(f"cold/v1/acme/{USER_1}/")
     assert aws.object_keys() == {key, "cold/v1/_by_id/acme/01JEVENT000000000000000001"}
     assert json.loads(gzip.decompress(aws.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()))["reason"] == (
         "retention_expired"

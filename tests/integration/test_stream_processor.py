@@ -16,6 +16,7 @@ from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.adapters.aws.s3_archive import S3ColdArchive
 from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
 from episodic.ports import AuditQuery
+from episodic.pseudonyms import actor_pseudonym
 from functions import stream
 from tests.support.factories import AGENT, proposal
 
@@ -56,6 +57,9 @@ def test_given_a_ttl_removal_when_handled_then_s3_holds_the_record_and_the_audit
     audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
     assert len(audit) == 1 and audit[0].detail["archiveKey"]
     assert audit[0].principal_id == "system:dynamodb-ttl"
+    # The audit log is append-only and outlives an actor's erasure: it must not name the actor.
+    assert audit[0].detail["archiveKey"].startswith(f"archive/acme/{actor_pseudonym('acme', 'customer-42')}/")
+    assert "customer-42" not in audit[0].model_dump_json()
     stream.handler(load("ttl_remove.json"), _Context())  # redelivery
     assert len(store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))[0]) == 1
 

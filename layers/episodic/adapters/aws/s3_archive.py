@@ -6,13 +6,17 @@ backends and the two are tested against each other.
 
 Layout::
 
-    {prefix}{tenant}/{actor}/{YYYY}/{MM}/{DD}/{eventId}.json.gz   the record (by occurredAt)
-    {prefix}_by_id/{tenant}/{eventId}                             pointer: body = the record's key
+    {prefix}{tenant}/{actor pseudonym}/{YYYY}/{MM}/{DD}/{eventId}.json.gz   the record (by occurredAt)
+    {prefix}_by_id/{tenant}/{eventId}                                       pointer: body = the record's key
 
-Every path component is percent-encoded with the local archive's rule (``/`` and ``.``
-included), so no id can climb out of its prefix or into another tenant's. The pointer makes
-lookup by id a single GET instead of a listing of the whole tenant (S3 can only list by
-prefix, and the id is the last component).
+The actor appears only as :func:`~episodic.pseudonyms.actor_pseudonym` (hex), exactly as in
+the local archive: a record's key is copied into the audit record of its expiry or decay,
+and audit records are append-only, so a key holding the actor id would keep an erased
+actor's id for ever. Erasure of an actor knows the id, so it finds the actor's prefix again.
+Every other path component is percent-encoded with the local archive's rule (``/`` and
+``.`` included), so no id can climb out of its prefix or into another tenant's. The pointer
+makes lookup by id a single GET instead of a listing of the whole tenant (S3 can only list
+by prefix, and the id is the last component).
 
 Erasure has to leave no copy. The bucket is versioned (so an overwrite or a crash never
 loses an acknowledged record), which means a plain DeleteObject only adds a delete marker
@@ -42,6 +46,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from episodic.errors import StorageError
 from episodic.model import Episode
+from episodic.pseudonyms import actor_pseudonym
 
 _DELETE_BATCH = 1000
 """DeleteObjects accepts at most 1000 keys (here: key versions) per request."""
@@ -104,7 +109,7 @@ class S3ColdArchive:
         return f"{self.prefix}{_tenant_component(tenant_id)}/"
 
     def _actor_prefix(self, tenant_id: str, actor_id: str) -> str:
-        return f"{self._tenant_prefix(tenant_id)}{_component(actor_id)}/"
+        return f"{self._tenant_prefix(tenant_id)}{actor_pseudonym(tenant_id, actor_id)}/"
 
     def _record_key(self, episode: Episode) -> str:
         day = episode.occurred_at.strftime("%Y/%m/%d")
