@@ -15,6 +15,8 @@ JSON is camelCase; Python attributes are snake_case. Datetimes must carry a time
 
 from __future__ import annotations
 
+import json
+import math
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -27,12 +29,16 @@ from pydantic import (
     Field,
     JsonValue,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
 
 def _to_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first representable instant
+        raise ValueError("the datetime is outside the representable range once converted to UTC") from None
 
 
 UtcDatetime = Annotated[AwareDatetime, AfterValidator(_to_utc)]
@@ -51,6 +57,7 @@ class CamelModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         use_enum_values=False,
+        allow_inf_nan=False,
     )
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -129,9 +136,47 @@ class Consent(CamelModel):
     consent_ref: Ref | None = None
 
 
+DETAILS_MAX_DEPTH = 16
+DETAILS_MAX_BYTES = 65_536
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer every JSON reader, SQLite's JSON functions and DynamoDB keep exactly."""
+
+
 class Details(CamelModel):
+    """Structured input and output of the event (a tool call's arguments and result, say).
+
+    Bounded so every backend can hold it exactly: at most 16 levels deep, 64 KiB as JSON,
+    integers within +-(2**53 - 1) and finite floats only."""
+
     input: dict[str, JsonValue] | None = None
     output: dict[str, JsonValue] | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Details:
+        for part in (self.input, self.output):
+            _check_json_value(part, depth=1)
+        size = len(json.dumps([self.input, self.output], ensure_ascii=False).encode())
+        if size > DETAILS_MAX_BYTES:
+            raise ValueError(f"details must be at most {DETAILS_MAX_BYTES} bytes as JSON (got {size})")
+        return self
+
+
+def _check_json_value(value: Any, depth: int) -> None:
+    """Iterative, so a hostile nesting depth cannot exhaust the stack while being measured."""
+    stack = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            if level > DETAILS_MAX_DEPTH:
+                raise ValueError(f"details may nest at most {DETAILS_MAX_DEPTH} levels deep")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+        elif isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        elif isinstance(item, int) and abs(item) > MAX_SAFE_INTEGER:
+            raise ValueError(f"integers in details must be within +-{MAX_SAFE_INTEGER}")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("numbers in details must be finite")
 
 
 class DecisionNote(CamelModel):
@@ -156,7 +201,7 @@ class _EpisodeContent(CamelModel):
     decisions: Annotated[list[DecisionNote], Field(max_length=20)] = []
     outcome: Annotated[str, Field(max_length=2000)] | None = None
     success: bool | None = None
-    duration_ms: Annotated[int, Field(ge=0)] | None = None
+    duration_ms: Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)] | None = None
     confidence: Confidence = Confidence.MEDIUM
     importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
     proposed_by: ProposedBy = ProposedBy.MODEL

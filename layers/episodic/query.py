@@ -210,7 +210,10 @@ def interpret(query: str, now: datetime) -> Interpretation:
             continue
         if kind == "month" and match.group(1) == "may" and not re.search(r"\b(?:in|during)\s+may\b", lowered):
             continue  # "may" is usually the verb
-        window = _window(kind, match, now)
+        try:
+            window = _window(kind, match, now)
+        except (OverflowError, ValueError):
+            window = None  # "in the last 99999999 days", "in december 9999": no representable window
         if window is None:
             continue
         text = (query[: match.start()] + query[match.end() :]).strip()

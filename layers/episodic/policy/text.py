@@ -25,8 +25,9 @@ import re
 import unicodedata
 from urllib.parse import unquote
 
-_KEEP_FORMAT = frozenset("\u200c\u200d")
-"""Zero-width (non-)joiners are part of how Persian, Indic scripts and emoji are written: kept."""
+_KEEP = frozenset("\u200c\u200d\t\n\r")
+"""Zero-width (non-)joiners are part of how Persian, Indic scripts and emoji are written; tabs and
+line breaks are layout: kept."""
 
 _CONFUSABLES = str.maketrans(
     {
@@ -57,9 +58,9 @@ _NON_LETTERS = re.compile(r"[\W\d_]+")
 
 def normalise(text: str) -> str:
     """NFKC, with invisible formatting characters (zero-width spaces, soft hyphens, bidi
-    controls, BOMs, ...) removed. Idempotent."""
+    controls, BOMs, ...) and control characters other than tab and line breaks removed. Idempotent."""
     folded = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in folded if c in _KEEP_FORMAT or unicodedata.category(c) != "Cf")
+    return "".join(c for c in folded if c in _KEEP or unicodedata.category(c) not in ("Cf", "Cc"))
 
 
 def skeleton(text: str) -> str:

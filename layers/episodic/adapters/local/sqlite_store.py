@@ -18,7 +18,6 @@ and truncated after every erasure.
 
 from __future__ import annotations
 
-import base64
 import json
 import queue
 import re
@@ -32,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.cursors import decode_cursor, encode_cursor
 from episodic.adapters.local.vectors import DEFAULT_ANN_THRESHOLD, VectorSearch
-from episodic.errors import ConflictError, InvalidRequestError, StorageError
+from episodic.errors import ConflictError, StorageError
 from episodic.model import AuditRecord, Episode, Review, Status
 from episodic.ports import AuditQuery, Changes, IdempotencyRecord, RecallCandidates, Scope, TimelineQuery, Vector
 from episodic.ranking import Candidate
@@ -115,21 +115,6 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def _micros(value: datetime) -> int:
     return int(value.astimezone(UTC).timestamp() * 1_000_000)
-
-
-def _encode_cursor(parts: list[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> list[Any]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(parts, list):
-            raise ValueError
-        return parts
-    except ValueError as exc:
-        raise InvalidRequestError("cursor is not valid") from exc
 
 
 def fts_query(text: str) -> str | None:
@@ -399,14 +384,14 @@ class SqliteStore:
         return [(r[0], r[1], int(r[2])) for r in rows]
 
     def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
-        start = int(_decode_cursor(after)[0]) if after else 0
+        start = decode_cursor(after, (int,))[0] if after else 0
         rows = self._query(
             "SELECT rowid, doc FROM episodes WHERE status = 'active' AND rowid > ? ORDER BY rowid LIMIT ?",
             (start, limit + 1),
         )
         more = len(rows) > limit
         rows = rows[:limit]
-        cursor = _encode_cursor([rows[-1][0]]) if more and rows else None
+        cursor = encode_cursor([rows[-1][0]]) if more and rows else None
         return [Episode.model_validate_json(r[1]) for r in rows], cursor
 
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
@@ -484,7 +469,7 @@ class SqliteStore:
         where, params = self._scope_sql(query.scope)
         order = "DESC" if query.newest_first else "ASC"
         if query.cursor:
-            occurred, event_id = _decode_cursor(query.cursor)
+            occurred, event_id = decode_cursor(query.cursor, (int, str))
             op = "<" if query.newest_first else ">"
             where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
             params += [occurred, event_id]
@@ -495,7 +480,7 @@ class SqliteStore:
         )
         more = len(rows) > query.limit
         rows = rows[: query.limit]
-        cursor = _encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
+        cursor = encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
         return [Episode.model_validate_json(r[2]) for r in rows], cursor
 
     def candidates(
@@ -627,11 +612,11 @@ class SqliteStore:
             params.append(_micros(query.since))
         if query.cursor:
             sql += " AND seq > ?"
-            params.append(int(_decode_cursor(query.cursor)[0]))
+            params.append(decode_cursor(query.cursor, (int,))[0])
         rows = self._query(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1))
         more = len(rows) > query.limit
         rows = rows[: query.limit]
-        cursor = _encode_cursor([rows[-1][0]]) if more and rows else None
+        cursor = encode_cursor([rows[-1][0]]) if more and rows else None
         return [AuditRecord.model_validate_json(r[1]) for r in rows], cursor
 
     def writes_enabled(self, tenant_id: str) -> bool:
