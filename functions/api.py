@@ -40,6 +40,7 @@ from episodic.model import (
     UtcDatetime,
 )
 from episodic.service import MemoryService
+from functions.api_responses import DENIED, WRITE_RESULTS, errors
 
 logger = Logger(service="episodic-api")
 
@@ -164,16 +165,10 @@ IdempotencyKey = Annotated[
     str | None,
     Header(alias="Idempotency-Key", description="Same key and body: same result, nothing duplicated."),
 ]
-RESULT_RESPONSES: dict[int, Any] = {
-    201: {"description": "Allowed and stored", "content": {"application/json": {"model": RememberResult}}},
-    202: {"description": "Held for human review (pending_review, not recallable)"},
-    403: {"description": "Denied by the write policy: decision, reason, policyVersion"},
-    409: {"description": "Idempotency-Key reused with another body, or a concurrent change"},
-    503: {"description": "Writes disabled by the operator kill-switch"},
-}
+WRITE_RESPONSES = WRITE_RESULTS | errors(401, 409, 413, 415, 503, ok=None, s403=DENIED)
 
 
-@app.post("/v1/episodes", responses=RESULT_RESPONSES, summary="Propose an episode")
+@app.post("/v1/episodes", responses=WRITE_RESPONSES, summary="Propose an episode")
 def post_episode(
     proposal: Annotated[EpisodeProposal, Body()], idempotency_key: IdempotencyKey = None
 ):  # no return annotation: the status (201/202/403) decides the body's shape, see RESULT_RESPONSES
@@ -188,13 +183,21 @@ class BatchResponse(CamelModel):
     results: list[dict[str, Any]]
 
 
-@app.post("/v1/episodes/batch", summary="Propose up to 100 episodes, decided independently")
+@app.post(
+    "/v1/episodes/batch",
+    responses=errors(401, 403, 409, 413, 415, 422, 503),
+    summary="Propose up to 100 episodes, decided independently",
+)
 def post_batch(request: Annotated[BatchRequest, Body()], idempotency_key: IdempotencyKey = None) -> BatchResponse:
     results = get_service().remember_batch(current_caller(), request.episodes, idempotency_key)
     return BatchResponse(results=[_batch_item(r) for r in results])
 
 
-@app.get("/v1/episodes/<eventId>", summary="Get one episode (404 for unknown ids and other tenants' ids)")
+@app.get(
+    "/v1/episodes/<eventId>",
+    responses=errors(401, 404, 422),
+    summary="Get one episode (404 for unknown ids and other tenants' ids)",
+)
 def get_episode(eventId: Annotated[str, Path(max_length=128)]) -> Episode:
     return get_service().get(current_caller(), eventId)
 
@@ -203,7 +206,11 @@ MAX_LIST_FILTER = 16
 """At most this many values per repeated filter (``tag=``, ``eventType=``), as in recall."""
 
 
-@app.get("/v1/timeline", summary="The timeline ordered by occurredAt, filtered, with cursor paging")
+@app.get(
+    "/v1/timeline",
+    responses=errors(401, 403, 422),
+    summary="The timeline ordered by occurredAt, filtered, with cursor paging",
+)
 def get_timeline(
     actor_id: Annotated[str | None, Query(alias="actorId")] = None,
     project_id: Annotated[str | None, Query(alias="projectId")] = None,
@@ -231,14 +238,18 @@ def get_timeline(
     )
 
 
-@app.post("/v1/recall", summary="Scope-first recall with explainable ranking and an evidence block")
+@app.post(
+    "/v1/recall",
+    responses=errors(401, 413, 415, 422, 503),
+    summary="Scope-first recall with explainable ranking and an evidence block",
+)
 def post_recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse:
     return get_service().recall(current_caller(), request)
 
 
 @app.post(
     "/v1/episodes/<eventId>/corrections",
-    responses=RESULT_RESPONSES,
+    responses=WRITE_RESPONSES | errors(404, ok=None),
     summary="Write a correction; the old episode becomes superseded atomically",
 )
 def post_correction(
@@ -255,7 +266,11 @@ class ErasureResult(CamelModel):
     archived_records_deleted: int
 
 
-@app.delete("/v1/episodes/<eventId>", summary="Erase an episode everywhere, leaving an audit tombstone")
+@app.delete(
+    "/v1/episodes/<eventId>",
+    responses=errors(401, 403, 404, 422, 503),
+    summary="Erase an episode everywhere, leaving an audit tombstone",
+)
 def delete_episode(eventId: Annotated[str, Path(max_length=128)]) -> ErasureResult:
     return ErasureResult.model_validate(get_service().erase(current_caller(), eventId))
 
@@ -264,7 +279,11 @@ class RestoreRequest(CamelModel):
     expires_at: UtcDatetime | None = None
 
 
-@app.post("/v1/episodes/<eventId>/restore", summary="Restore an archived episode to the timeline (operator)")
+@app.post(
+    "/v1/episodes/<eventId>/restore",
+    responses=errors(401, 403, 404, 409, 413, 415, 422, 503),
+    summary="Restore an archived episode to the timeline (operator)",
+)
 def post_restore(
     eventId: Annotated[str, Path(max_length=128)],
     request: Annotated[RestoreRequest, Body()],
@@ -277,7 +296,11 @@ class ActorErasureRequest(CamelModel):
     reason: Annotated[str, Field(max_length=500)] | None = None
 
 
-@app.post("/v1/erasure", summary="Erase everything about an actor (operator)")
+@app.post(
+    "/v1/erasure",
+    responses=errors(401, 403, 413, 415, 422, 503),
+    summary="Erase everything about an actor (operator)",
+)
 def post_erasure(request: Annotated[ActorErasureRequest, Body()]) -> ErasureResult:
     return ErasureResult.model_validate(get_service().erase_actor(current_caller(), request.actor_id, request.reason))
 
@@ -287,7 +310,11 @@ class FeedbackRequest(CamelModel):
     note: Annotated[str, Field(max_length=2000)] | None = None
 
 
-@app.post("/v1/episodes/<eventId>/feedback", summary="Agent feedback on a recalled episode")
+@app.post(
+    "/v1/episodes/<eventId>/feedback",
+    responses=errors(401, 404, 409, 413, 415, 422, 503),
+    summary="Agent feedback on a recalled episode",
+)
 def post_feedback(
     eventId: Annotated[str, Path(max_length=128)],
     request: Annotated[FeedbackRequest, Body()],
@@ -299,7 +326,7 @@ class ReviewList(CamelModel):
     items: list[ReviewView]
 
 
-@app.get("/v1/reviews", summary="The review queue (operator)")
+@app.get("/v1/reviews", responses=errors(401, 403, 422), summary="The review queue (operator)")
 def get_reviews(
     status: Annotated[Literal["pending", "approved", "denied", "expired"] | None, Query()] = "pending",
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -312,7 +339,11 @@ class ReviewDecisionRequest(CamelModel):
     note: Annotated[str, Field(max_length=2000)] | None = None
 
 
-@app.post("/v1/reviews/<reviewId>/decision", summary="Approve or deny a pending write (operator)")
+@app.post(
+    "/v1/reviews/<reviewId>/decision",
+    responses=errors(401, 403, 404, 409, 413, 415, 422, 503),
+    summary="Approve or deny a pending write (operator)",
+)
 def post_review_decision(
     reviewId: Annotated[str, Path(max_length=128)],
     request: Annotated[ReviewDecisionRequest, Body()],
@@ -325,7 +356,7 @@ class AuditPage(CamelModel):
     next_cursor: str | None = None
 
 
-@app.get("/v1/audit", summary="The append-only audit trail (operator)")
+@app.get("/v1/audit", responses=errors(401, 403, 422), summary="The append-only audit trail (operator)")
 def get_audit(
     event_id: Annotated[str | None, Query(alias="eventId")] = None,
     action: Annotated[str | None, Query()] = None,
@@ -343,17 +374,21 @@ class WritesRequest(CamelModel):
     reason: Annotated[str, Field(max_length=500)] | None = None
 
 
-@app.put("/v1/admin/writes", summary="The write kill-switch for this tenant (operator)")
+@app.put(
+    "/v1/admin/writes",
+    responses=errors(401, 403, 413, 415, 422, 503),
+    summary="The write kill-switch for this tenant (operator)",
+)
 def put_writes(request: Annotated[WritesRequest, Body()]) -> dict[str, Any]:
     return get_service().set_writes(current_caller(), request.enabled, request.reason)
 
 
-@app.get("/v1/admin/writes", summary="Whether writes are enabled for this tenant")
+@app.get("/v1/admin/writes", responses=errors(401), summary="Whether writes are enabled for this tenant")
 def get_writes() -> dict[str, Any]:
     return get_service().writes_status(current_caller().tenant_id)
 
 
-@app.get("/v1/health", summary="Liveness and configuration (no authentication)")
+@app.get("/v1/health", responses=errors(), summary="Liveness and configuration (no authentication)")
 def get_health() -> dict[str, Any]:
     return get_service().health()
 
