@@ -17,3 +17,27 @@ def test_given_an_endpoint_and_titan_when_composed_then_the_index_knows_the_mode
     assert isinstance(index, OpenSearchRecallIndex)
     assert (index.embedder, index.dimension) == ("amazon.titan-embed-text-v2:0/512", 512)
     assert embedder_identity(Settings()) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
+
+
+def test_given_an_endpoint_when_the_lambda_service_is_built_then_recall_falls_back_and_waits_briefly(aws_env):
+    from episodic.adapters.aws.bootstrap import RECALL_TIMEOUT_SECONDS, service_from_settings
+    from episodic.adapters.aws.fallback_index import FallbackRecallIndex
+    from episodic.adapters.aws.scoped_index import DynamoScopedIndex
+
+    settings = Settings(embedder="titan", opensearch_endpoint="https://search-x.us-east-1.es.amazonaws.com")
+    service = service_from_settings(settings)  # builds clients only: no model, no request
+
+    assert isinstance(service.index, FallbackRecallIndex)
+    assert isinstance(service.index.primary, OpenSearchRecallIndex)
+    assert isinstance(service.index.fallback, DynamoScopedIndex)
+    transport = service.index.primary.client.transport
+    assert (transport.retry_on_timeout, RECALL_TIMEOUT_SECONDS) == (False, 2.0)
+    (connection,) = transport.connection_pool.connections
+    assert connection.timeout == RECALL_TIMEOUT_SECONDS, "well inside the API's 29 s, so the fallback can answer"
+
+
+def test_given_no_endpoint_when_the_lambda_service_is_built_then_recall_uses_the_scoped_index_alone(aws_env):
+    from episodic.adapters.aws.bootstrap import service_from_settings
+    from episodic.adapters.aws.scoped_index import DynamoScopedIndex
+
+    assert isinstance(service_from_settings(Settings(embedder="titan")).index, DynamoScopedIndex)

@@ -1,9 +1,11 @@
 """The AWS composition root: the service wired to DynamoDB, S3, OpenSearch and Bedrock.
 
 Clients are passed in (tests give clients inside ``moto.mock_aws``; Lambda builds them once
-per container with :func:`clients_from_settings`). Recall goes through OpenSearch when an
-endpoint is configured, else through the DynamoDB-only scoped index. Reviews run as Step
-Functions executions when a review state machine is configured.
+per container in :func:`service_from_settings`). Recall goes through OpenSearch when an
+endpoint is configured, and falls back to the DynamoDB-only scoped index when OpenSearch
+cannot answer (:class:`~episodic.adapters.aws.fallback_index.FallbackRecallIndex`); without
+an endpoint it uses the scoped index alone. Reviews run as Step Functions executions when a
+review state machine is configured.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
+from episodic.adapters.aws.fallback_index import FallbackRecallIndex
 from episodic.adapters.aws.review_workflow import StepFunctionsReviewWorkflow
 from episodic.adapters.aws.s3_archive import S3ColdArchive
 from episodic.adapters.aws.scoped_index import DynamoScopedIndex
@@ -18,6 +21,11 @@ from episodic.adapters.local.notifier import LogReviewNotifier
 from episodic.ports import Clock, Embedder, RecallIndex, ReviewNotifier
 from episodic.service import MemoryService
 from episodic.settings import Settings
+
+RECALL_TIMEOUT_SECONDS = 2.0
+"""How long recall waits for OpenSearch (one attempt, no retry on timeout) before answering
+from the timeline instead: well inside the API's 29 s, and far above a healthy cluster's
+tens of milliseconds."""
 
 
 def build_aws_service(
@@ -30,15 +38,17 @@ def build_aws_service(
     stepfunctions: Any = None,
     clock: Clock | None = None,
 ) -> MemoryService:
-    """With a ``stepfunctions`` client and ``review_state_machine_arn``, reviews run as Step
+    """With an ``index`` (OpenSearch), recall falls back to the DynamoDB scoped index when it
+    fails. With a ``stepfunctions`` client and ``review_state_machine_arn``, reviews run as Step
     Functions executions; otherwise they are announced on the log (and time out by the sweep)."""
     store = DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
+    scoped = DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name)
     notifier: ReviewNotifier = LogReviewNotifier()
     if stepfunctions is not None and settings.review_state_machine_arn:
         notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store)
     return MemoryService(
         store=store,
-        index=index or DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name),
+        index=scoped if index is None else FallbackRecallIndex(index, scoped),
         archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),
         embedder=embedder,
         notifier=notifier,
@@ -74,12 +84,15 @@ def embedder_identity(settings: Settings) -> tuple[str, int]:
     return MODEL_NAME, DIMENSION
 
 
-def opensearch_index(settings: Settings, ensure: bool = False) -> Any:
+def opensearch_index(
+    settings: Settings, ensure: bool = False, *, timeout: float = 10.0, retry_on_timeout: bool = True
+) -> Any:
     """The OpenSearch recall index (also the stream's projection), or None without an endpoint.
 
     ``ensure`` checks the cluster's version and creates the index with its k-NN mapping if it
     is missing: the stream processor, the first writer, asks for it on start. (Writes could
     not create it without the mapping anyway: they go through an alias that must exist.)
+    ``timeout`` and ``retry_on_timeout`` are the client's (see ``client_for``).
     """
     if not settings.opensearch_endpoint:
         return None
@@ -89,7 +102,13 @@ def opensearch_index(settings: Settings, ensure: bool = False) -> Any:
     from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
 
     region = settings.aws_region or boto3.session.Session().region_name or "us-east-1"
-    client = client_for(settings.opensearch_endpoint, region, settings.opensearch_service)
+    client = client_for(
+        settings.opensearch_endpoint,
+        region,
+        settings.opensearch_service,
+        timeout=timeout,
+        retry_on_timeout=retry_on_timeout,
+    )
     name, dimension = embedder_identity(settings)
     index = OpenSearchRecallIndex(client, settings.opensearch_index, dimension, name)
     if ensure:
@@ -112,6 +131,6 @@ def service_from_settings(settings: Settings) -> MemoryService:
         dynamodb=boto3.client("dynamodb", region_name=settings.aws_region),
         s3=boto3.client("s3", region_name=settings.aws_region),
         embedder=embedder,
-        index=opensearch_index(settings),
+        index=opensearch_index(settings, timeout=RECALL_TIMEOUT_SECONDS, retry_on_timeout=False),
         stepfunctions=boto3.client("stepfunctions", region_name=settings.aws_region),
     )

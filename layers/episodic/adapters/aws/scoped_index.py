@@ -23,6 +23,10 @@ from episodic.ports import RecallCandidates, Scope, Vector
 from episodic.ranking import Candidate
 
 
+class ScopeTooLargeError(InvalidRequestError):
+    """The scope holds more episodes than this index ranks per query (``max_scope``)."""
+
+
 class DynamoScopedIndex:
     """:class:`~episodic.ports.RecallIndex` over :class:`DynamoTimelineStore`."""
 
@@ -54,9 +58,10 @@ class DynamoScopedIndex:
         vectors: list[Any] = []
         for _, item, episode in self.store.iter_scope(scope, newest_first=True):
             if len(ids) == self.max_scope:
-                raise InvalidRequestError(
+                raise ScopeTooLargeError(
                     f"the scope holds more than {self.max_scope} episodes; narrow it (actor, project, "
-                    "type, tags, time) or configure the OpenSearch recall index"
+                    "type, tags, time) or configure the OpenSearch recall index",
+                    maxScope=self.max_scope,
                 )
             ids.append(episode.event_id)
             texts.append(episode.search_text())
