@@ -7,6 +7,15 @@ commit together or not at all. Create-once writes use ``attribute_not_exists``; 
 changes and review decisions are optimistic (``st = :expected``); a failed condition is a
 :class:`~episodic.errors.ConflictError` and nothing is written.
 
+A transaction cancelled only for transient reasons (``TransactionConflict`` with another
+transaction on the same items, ``ThrottlingError``) wrote nothing, so it is sent again, a
+few times with a short jittered backoff, before it becomes a
+:class:`~episodic.errors.StorageError`. Every other DynamoDB failure that reaches a public
+method -- throttling botocore gave up on, an unreachable endpoint, a missing table -- is a
+:class:`~episodic.errors.StorageError` (503, the caller may retry) naming the error code
+only, never a raw client error (which would be a 500) and never DynamoDB's message (which
+can quote attribute values).
+
 DynamoDB caps a transaction at 100 items. The only unbounded part of a write is its tag
 and citation adjacency items; when a change would exceed the cap they are written before
 the transaction (and deleted after it), which is safe because every read through them
@@ -18,14 +27,19 @@ TTL deletes lag by up to two days, so every read re-checks ``retention.expiresAt
 from __future__ import annotations
 
 import base64
+import functools
 import json
-from collections.abc import Iterator, Sequence
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 from ulid import ULID
 
 from episodic.adapters.aws import tables as t
@@ -43,6 +57,15 @@ from episodic.ports import (
 
 MAX_TRANSACTION_ITEMS = 100
 REVIEW_STATUSES = ("pending", "approved", "denied", "expired")
+
+TRANSACTION_ATTEMPTS = 3
+TRANSIENT_CANCELLATIONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+"""Cancellation reasons that say "not now" rather than "no": nothing was written, and the same
+transaction is likely to go through a moment later."""
+
+_REASON_LIST = re.compile(r"\[([A-Za-z, ]*)\]")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -80,6 +103,38 @@ def _review(item: dict[str, Any]) -> Review:
     return Review.model_validate(_from_dynamo(_deserializer.deserialize(item["rv"])))
 
 
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def _cancellation_reasons(exc: ClientError) -> set[str]:
+    """The codes of a cancelled transaction's items (``None`` for items that were fine), from
+    ``CancellationReasons`` or, when a client leaves that out, from the message's ``[...]`` list."""
+    reasons = {str(r.get("Code")) for r in exc.response.get("CancellationReasons", [])}
+    if not reasons:
+        listed = _REASON_LIST.search(str(exc.response.get("Error", {}).get("Message", "")))
+        reasons = {part.strip() for part in listed[1].split(",")} if listed else set()
+    return reasons - {"None", ""}
+
+
+def _storage_errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Whatever client failure escapes a method's own handling becomes a :class:`StorageError`."""
+
+    def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(method)
+        def translated(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return method(*args, **kwargs)
+            except ClientError as exc:
+                raise StorageError(f"DynamoDB {action} failed ({_code(exc)})") from exc
+            except (BotoConnectionError, HTTPClientError) as exc:
+                raise StorageError(f"DynamoDB {action} failed (connection failed)") from exc
+
+        return translated
+
+    return decorate
+
+
 def _encode_cursor(parts: list[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
 
@@ -104,6 +159,7 @@ class DynamoTimelineStore:
 
     # ------------------------------------------------------------------ writes
 
+    @_storage_errors("write")
     def apply(self, changes: Changes) -> None:
         tenant = changes.tenant_id
         core: list[dict[str, Any]] = []
@@ -287,18 +343,24 @@ class DynamoTimelineStore:
         return attributes
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
-        try:
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code == "TransactionCanceledException":
-                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                message = exc.response.get("Error", {}).get("Message", "")
-                if "ConditionalCheckFailed" in reasons or "ConditionalCheckFailed" in message:
+        """One ``TransactWriteItems``; a cancellation for transient reasons only is sent again.
+
+        botocore gives each call one ``ClientRequestToken`` and reuses it for its own retries,
+        so a retry after a lost response cannot apply the transaction twice."""
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+                return
+            except ClientError as exc:
+                if _code(exc) != "TransactionCanceledException":
+                    raise StorageError(f"DynamoDB transaction failed ({_code(exc)})") from exc
+                reasons = _cancellation_reasons(exc)
+                if "ConditionalCheckFailed" in reasons:
                     raise ConflictError("a create-once or expected-status condition failed") from exc
-                if "TransactionConflict" in reasons or "TransactionConflict" in message:
-                    raise ConflictError("a concurrent change touched the same items; retry") from exc
-            raise StorageError(f"DynamoDB transaction failed: {code}") from exc
+                if not reasons <= TRANSIENT_CANCELLATIONS or attempt == TRANSACTION_ATTEMPTS:
+                    named = ", ".join(sorted(reasons)) or "no reason given"
+                    raise StorageError(f"DynamoDB transaction cancelled ({named}); retry later") from exc
+            time.sleep(random.uniform(0.5, 1.0) * 0.05 * 2**attempt)
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         for start in range(0, len(requests), 25):
@@ -307,13 +369,14 @@ class DynamoTimelineStore:
                 try:
                     response = self.client.batch_write_item(RequestItems=pending)
                 except ClientError as exc:
-                    raise StorageError(f"DynamoDB batch write failed: {exc.response['Error']['Code']}") from exc
+                    raise StorageError(f"DynamoDB batch write failed ({_code(exc)})") from exc
                 pending = response.get("UnprocessedItems") or {}
                 if not pending:
                     break
             else:
                 raise StorageError("DynamoDB kept items unprocessed; retry later")
 
+    @_storage_errors("write")
     def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
         for event_id in event_ids:
             try:
@@ -328,6 +391,7 @@ class DynamoTimelineStore:
                 if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                     raise StorageError("could not record access") from exc
 
+    @_storage_errors("write")
     def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None:
         self._transact(
             [
@@ -336,6 +400,7 @@ class DynamoTimelineStore:
             ]
         )
 
+    @_storage_errors("read")
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
         counts: dict[tuple[str, str], int] = {}
         day = since.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -354,6 +419,7 @@ class DynamoTimelineStore:
             day += timedelta(days=1)
         return sorted((tenant, actor, n) for (tenant, actor), n in counts.items() if n >= min_count)
 
+    @_storage_errors("read")
     def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
         """A maintenance scan (the decay sweep), resumable from ``after``."""
         request: dict[str, Any] = {
@@ -372,6 +438,7 @@ class DynamoTimelineStore:
                 return episodes, _encode_cursor([_plain(last)]) if last else None
             request["ExclusiveStartKey"] = last
 
+    @_storage_errors("write")
     def attach_review_token(self, tenant_id: str, review_id: str, token: str) -> bool:
         """Keep the Step Functions task token on the review so the decision can complete it.
         False when the review is no longer pending (the token is then of no use)."""
@@ -389,12 +456,14 @@ class DynamoTimelineStore:
                 return False
             raise StorageError("could not record the review task token") from exc
 
+    @_storage_errors("read")
     def review_token(self, tenant_id: str, review_id: str) -> str | None:
         response = self.client.get_item(
             TableName=self.table, Key=_item({"pk": t.review_pk(tenant_id, review_id), "sk": "REVIEW"})
         )
         return response.get("Item", {}).get("taskToken", {}).get("S")
 
+    @_storage_errors("read")
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         """A maintenance scan (not a tenant read path): episode items whose vector is missing or
         was made by another embedder."""
@@ -412,6 +481,7 @@ class DynamoTimelineStore:
                     return found
         return found
 
+    @_storage_errors("write")
     def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
         import numpy as np
 
@@ -447,7 +517,7 @@ class DynamoTimelineStore:
                 try:
                     response = self.client.batch_get_item(RequestItems=request)
                 except ClientError as exc:
-                    raise StorageError(f"DynamoDB read failed: {exc.response['Error']['Code']}") from exc
+                    raise StorageError(f"DynamoDB read failed ({_code(exc)})") from exc
                 for item in response.get("Responses", {}).get(self.table, []):
                     event_id = item["pk"]["S"].split("#EP#", 1)[1]
                     found[event_id] = item
@@ -456,16 +526,18 @@ class DynamoTimelineStore:
                     break
         return found
 
+    @_storage_errors("read")
     def get(self, tenant_id: str, event_id: str) -> Episode | None:
         try:
             response = self.client.get_item(
                 TableName=self.table, Key=_item({"pk": t.episode_pk(tenant_id, event_id), "sk": "EPISODE"})
             )
         except ClientError as exc:
-            raise StorageError(f"DynamoDB read failed: {exc.response['Error']['Code']}") from exc
+            raise StorageError(f"DynamoDB read failed ({_code(exc)})") from exc
         item = response.get("Item")
         return _episode(item) if item else None
 
+    @_storage_errors("read")
     def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
         return {i: _episode(item) for i, item in self._get_items(tenant_id, event_ids).items()}
 
@@ -476,8 +548,9 @@ class DynamoTimelineStore:
             try:
                 response = self.client.query(**kwargs)
             except ClientError as exc:
-                error = exc.response.get("Error", {})
-                raise StorageError(f"DynamoDB query failed: {error.get('Code')}: {error.get('Message')}") from exc
+                raise StorageError(f"DynamoDB query failed ({_code(exc)})") from exc
+            except (BotoConnectionError, HTTPClientError) as exc:
+                raise StorageError("DynamoDB query failed (connection failed)") from exc
             yield from response.get("Items", [])
             last = response.get("LastEvaluatedKey")
             if not last:
@@ -549,6 +622,7 @@ class DynamoTimelineStore:
         if page:
             yield from flush()
 
+    @_storage_errors("read")
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
         after = _decode_cursor(query.cursor)[0] if query.cursor else None
         episodes: list[Episode] = []
@@ -560,6 +634,7 @@ class DynamoTimelineStore:
             last_key = sort_key
         return episodes, None
 
+    @_storage_errors("read")
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         response = self.client.get_item(
             TableName=self.table, Key=_item({"pk": t.idempotency_pk(tenant_id, key), "sk": "IDEM"})
@@ -576,6 +651,7 @@ class DynamoTimelineStore:
             created_at=datetime.fromisoformat(plain["createdAt"].replace("Z", "+00:00")),
         )
 
+    @_storage_errors("read")
     def get_review(self, tenant_id: str, review_id: str) -> Review | None:
         response = self.client.get_item(
             TableName=self.table, Key=_item({"pk": t.review_pk(tenant_id, review_id), "sk": "REVIEW"})
@@ -583,6 +659,7 @@ class DynamoTimelineStore:
         item = response.get("Item")
         return _review(item) if item else None
 
+    @_storage_errors("read")
     def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]:
         reviews: list[Review] = []
         for state in [status] if status else REVIEW_STATUSES:
@@ -598,6 +675,7 @@ class DynamoTimelineStore:
         reviews.sort(key=lambda r: r.requested_at)
         return reviews[:limit]
 
+    @_storage_errors("read")
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
         query = {
             "IndexName": "gsi5",
@@ -611,6 +689,7 @@ class DynamoTimelineStore:
                 break
         return reviews
 
+    @_storage_errors("read")
     def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
         episodes: list[Episode] = []
         for shard in range(t.EXPIRY_SHARDS):
@@ -626,6 +705,7 @@ class DynamoTimelineStore:
         episodes.sort(key=lambda e: e.retention.expires_at or now)
         return episodes[:limit]
 
+    @_storage_errors("read")
     def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]:
         query = {
             "IndexName": "gsi1",
@@ -634,6 +714,7 @@ class DynamoTimelineStore:
         }
         return [item["pk"]["S"].split("#EP#", 1)[1] for item in self._query(**query)]
 
+    @_storage_errors("read")
     def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
         found: list[str] = []
         for event_id in event_ids:
@@ -645,6 +726,7 @@ class DynamoTimelineStore:
         existing = self._get_items(tenant_id, found)
         return [i for i in dict.fromkeys(found) if i in existing]
 
+    @_storage_errors("read")
     def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]:
         low = "0"  # below every ULID; key values may not be empty
         if query.since is not None:
@@ -672,6 +754,7 @@ class DynamoTimelineStore:
             records.append(AuditRecord.model_validate_json(item["rec"]["S"]))
         return records, None
 
+    @_storage_errors("read")
     def writes_enabled(self, tenant_id: str) -> bool:
         response = self.client.get_item(
             TableName=self.table, Key=_item({"pk": t.settings_pk(tenant_id), "sk": "WRITES"})
