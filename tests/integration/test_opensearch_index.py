@@ -529,7 +529,9 @@ def test_given_a_scope_without_tenant_when_recalling_then_it_is_refused_before_a
     assert opensearch.requests == []
 
 
-def test_given_a_hit_of_another_tenant_when_recalling_then_it_is_dropped_by_its_stored_tenant(opensearch, index, caplog):
+def test_given_a_hit_of_another_tenant_when_recalling_then_it_is_dropped_by_its_stored_tenant(
+    opensearch, index, caplog
+):
     opensearch.reply_cluster()
     opensearch.reply(200, "msearch_foreign_tenant_hit.json")
 
@@ -592,9 +594,7 @@ def test_given_every_search_failing_when_recalling_then_storage_error(opensearch
     assert raised.value.details == {"operation": "recall", "status": 404, "type": "index_not_found_exception"}
 
 
-def test_given_a_timed_out_listing_when_recalling_without_a_query_then_its_hits_are_kept_and_flagged(
-    opensearch, index
-):
+def test_given_a_timed_out_listing_when_recalling_without_a_query_then_its_hits_are_kept_and_flagged(opensearch, index):
     opensearch.reply_cluster()
     opensearch.reply(200, "search_newest_timed_out.json")
 
