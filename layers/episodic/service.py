@@ -112,6 +112,11 @@ def _hash_text(value: str) -> str:
     return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
 
 
+def stored_idempotency_key(key: str) -> str:
+    """How an Idempotency-Key is kept: its hash (lookups need only equality)."""
+    return _hash_text(key)
+
+
 class _MonotonicUlid:
     """ULIDs that sort in creation order within a process, even within one millisecond.
 
@@ -235,7 +240,9 @@ class MemoryService:
         """Same key and body: the first result again, nothing new stored. Same key, other body: 409.
 
         Every item carries its own idempotency record, committed atomically with that item's
-        writes (a batch item's key is the request key plus its position). A retry after a
+        writes (a batch item's key is the request key plus its position). Keys are stored
+        hashed: a caller may put anything in one, an actor's name included, and the record
+        outlives an erasure of that actor. A retry after a
         crash mid-batch therefore replays what was done and writes only what was not, on
         any backend, without needing one transaction for the whole batch.
         """
@@ -250,6 +257,7 @@ class MemoryService:
         body = json.dumps([p.to_json_dict() for p in proposals], sort_keys=True, separators=(",", ":"))
         request_hash = _hash_text(f"{kind}\n{body}")
         item_keys = [key] if kind == "remember" else [f"{key}\x1f{i}" for i in range(len(proposals))]
+        item_keys = [stored_idempotency_key(k) for k in item_keys]
         results: list[RememberResult | None] = []
         for item_key in item_keys:
             previous = self.store.find_idempotency(caller.tenant_id, item_key)

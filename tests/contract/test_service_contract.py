@@ -14,6 +14,7 @@ from episodic.errors import (
     WritesDisabledError,
 )
 from episodic.model import Decision, RecallRequest, Status
+from episodic.service import stored_idempotency_key
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -260,8 +261,8 @@ def test_given_secrets_in_a_write_when_stored_then_no_read_path_returns_them(ser
 def test_given_an_idempotent_write_when_erased_then_replay_conflicts_and_no_text_is_kept(service):
     first = service.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")
     service.erase(AGENT, first.event_id)
-    record = service.store.find_idempotency("acme", "cat")
-    assert "Biscuit" not in str(record.result)
+    record = service.store.find_idempotency("acme", stored_idempotency_key("cat"))
+    assert "Biscuit" not in str(record.result) and "cat" not in record.key
     with pytest.raises(ConflictError, match="erased"):
         service.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")
 

@@ -18,7 +18,7 @@ import pytest
 from episodic.adapters.local.server import LocalLambdaContext
 from episodic.errors import StorageError
 from episodic.ingest import EventIngestor, IngestMapping, load_mapping
-from episodic.model import Caller, Role, SourceTrust, Status
+from episodic.model import Caller, Decision, Role, SourceTrust, Status
 from functions import api, events
 
 SAMPLES = Path(__file__).parents[2] / "events" / "ingest"
@@ -170,7 +170,9 @@ def test_given_an_event_whose_summary_is_chatter_when_delivered_then_the_policy_
         Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent:acme"), translation.proposal
     )
     assert outcome.status == "denied"
-    assert outcome.result.reasons == api_write.reasons == ["not_memorable"]
+    assert outcome.result.reasons == ["not_memorable"]
+    # The same verdict through the API; there the mapping's workflow provenance is only a claim.
+    assert api_write.decision is Decision.DENY and "not_memorable" in api_write.reasons
     assert written(local_service, ACME) == []
     denials, _ = local_service.audit(ACME, action="episode.denied")
     assert {d.principal_id for d in denials} == {"eventbridge:acme.helpdesk", "agent:acme"}

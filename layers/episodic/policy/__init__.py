@@ -180,5 +180,5 @@ def _missing_essentials(p: EpisodeProposal) -> list[str]:
 def normalise_proposal(p: EpisodeProposal) -> EpisodeProposal:
     """Every free-text field in NFKC, invisible formatting characters removed."""
     data = p.model_dump(mode="json", by_alias=True)
-    normalised = fields.map_free_text(data, lambda _path, text: normalise(text))
+    normalised = fields.map_free_text(data, lambda _path, text, _keys: normalise(text))
     return p if normalised == data else EpisodeProposal.model_validate(normalised)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import NamedTuple
 
 from episodic.policy.text import views
 
@@ -36,92 +37,229 @@ STANDING_ORDER = "standing_order"
 
 _S = r"\W*"
 
+_OVERRIDE_VERBS = (
+    r"ignore|disregard|forget|override|bypass|skip|drop|abandon|discard|dismiss|cancel|nullify|void|circumvent"
+    r"|stop\s+following|do\s+not\s+follow|don'?t\s+follow|no\s+longer\s+follow|set\s+aside|put\s+aside|throw\s+out"
+)
+_OLD = r"previous|prior|above|earlier|preceding|original|initial|former|existing|current|old|all|any|every|your|system"
+_RULES = (
+    r"instructions?|prompts?|rules|guidelines|guidance|directions|directives|policies|guardrails|restrictions"
+    r"|constraints|safeguards|programming|training|orders|commands|system\s+message|configuration|limitations"
+)
+_SECRET_PROMPT = (
+    r"system\s+(?:prompt|message|instructions?)|initial\s+prompt|original\s+prompt|hidden\s+(?:rules|instructions|prompt)"
+    r"|(?:your|the)\s+(?:instructions|configuration|guidelines)\s+(?:verbatim|word\s+for\s+word|in\s+full)"
+    r"|prompt\s+above|developer\s+(?:message|instructions)"
+)
+_ROLES = r"admin|administrator|root|superuser|owner|operator|developer|god|sudo|system"
+
 _ENGLISH_INJECTION = re.compile(
     r"(?ix)"
-    # "ignore previous instructions", "override your system prompt", "disregard all prior rules"
-    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?"
-    r"\b(?:previous|prior|above|earlier|all|your|system)\b[^.\n]{0,30}?"
-    r"\b(?:instructions?|prompts?|rules|guidelines|directions|directives|policies|guardrails)\b"
+    # "ignore previous instructions", "stop following your rules", "set aside all earlier guidance"
+    rf"\b(?:{_OVERRIDE_VERBS})\b[^.\n]{{0,30}}?\b(?:{_OLD})\b[^.\n]{{0,30}}?\b(?:{_RULES})\b"
     # "ignore the above", "disregard everything you were told", "forget everything above"
     r"|\b(?:ignore|disregard|forget)\s+(?:the\s+above|everything\s+(?:above|before|you\s+(?:were|have\s+been)\s+told)"
     r"|all\s+of\s+the\s+above|what\s+you\s+were\s+told)\b"
-    r"|\byou\s+are\s+now\s+(?:a|an|no\s+longer|DAN|unrestricted|jailbroken|in\s+\w+\s+mode)\b"
+    # identity: "you are now DAN", "pretend you are", "act as an unrestricted", "your new role is"
+    r"|\byou\s+are\s+now\s+(?:a|an|no\s+longer|DAN|unrestricted|jailbroken|in\s+\w+\s+mode|free)\b"
     r"(?!\s+(?:registered|enrolled|subscribed|signed|logged|connected|member|customer|eligible|in\s+the\s+queue))"
+    rf"|\byou\s+are\s+now\s+(?:the\s+|an?\s+)?(?:\w+\s+)?(?:{_ROLES})\b"
+    r"|\b(?:pretend|imagine)\s+(?:to\s+be|you\s+are|that\s+you\s+are)\s+(?:an?\s+|the\s+)?(?:\w+\s+)?"
+    r"(?:ai|assistant|model|bot|agent|admin|administrator|hacker|unrestricted|unfiltered|jailbroken|dan)\b"
+    r"|\b(?:act|behave|respond|answer)\s+as\s+(?:if\s+you\s+(?:are|were|have)|an?\s+(?:\w+\s+)?"
+    r"(?:admin|administrator|root|developer|unrestricted|unfiltered|jailbroken|ai\s+without))\b"
+    r"|\b(?:role-?play|roleplay)\s+as\b"
+    r"|\byour\s+(?:new|real|true|actual|updated)\s+(?:role|persona|identity|task|job|instructions|rules|purpose)\s+(?:is|are)\b"
+    r"|\b(?:enter|switch\s+to|activate|enable)\s+(?:\w+\s+)?(?:developer|admin|god|debug|unrestricted|jailbreak|dan)"
+    r"\s+mode\b|\b(?:developer|god|jailbreak|dan|unrestricted)\s+mode\b"
+    # "instructions you were given", "new instructions:", "new rule for the assistant:"
     r"|\b(?:instructions|rules|policies|guidelines)\s+you\s+(?:were|have\s+been)\s+given\b"
-    r"|\b(?:new|updated|revised)\s+(?:system\s+)?instructions?\s*:"
-    r"|\b(?:reveal|show|print|repeat|leak|ignore|override|disregard|replace)\s+(?:me\s+)?(?:the\s+|your\s+|its\s+|their\s+)?"
-    r"system\s+prompt\b|\bsystem\s+prompt\s*:"
-    r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|reveal\s+to|mention\s+to)\s+the\s+(?:user|customer|operator)\b"
-    r"|\bact\s+as\s+(?:if\s+you\s+(?:are|were)|an?\s+(?:admin|administrator|root|developer|unrestricted))\b"
-    r"|\bjailbreak\b|\bDAN\s+mode\b"
+    r"|\b(?:new|updated|revised|real|actual)\s+(?:system\s+)?instructions?\s*:"
+    r"|\b(?:new\s+)?(?:rule|instructions?|directive|order|note)s?\s+(?:for|to)\s+(?:the\s+)?"
+    r"(?:assistant|agent|bot|model|ai|llm)\s*:"
+    r"|\b(?:system|admin|administrator)\s+(?:override|command|notice)\s*:"
+    # exfiltration of the prompt: "print the exact text of your system prompt"
+    r"|\b(?:reveal|show|print|repeat|leak|output|display|dump|disclose|share|recite|tell\s+me|give\s+me|list)\b"
+    rf"[^\n]{{0,80}}?\b(?:{_SECRET_PROMPT})\b"
+    r"|\b(?:ignore|override|disregard|replace)\s+(?:the\s+|your\s+)?system\s+prompt\b|\bsystem\s+prompt\s*:"
+    # a message to whoever reads the memory later: "when you read this, ...", "note to the AI: ..."
+    r"|\bwhen\s+(?:you|the\s+(?:assistant|agent|ai|model|llm))\s+(?:read|see|recall|retrieve|process|load)\s+this\b"
+    r"|\b(?:if|when|once)\s+(?:this|the)\s+(?:memory|note|message|record|entry)\s+is\s+(?:recalled|retrieved|read|loaded)\b"
+    r"|\b(?:note|message|instructions?|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|llm|language\s+model)\b"
+    r"|\b(?:dear|hey|attention)\s*,?\s+(?:ai|assistant|llm|chatbot|language\s+model)\b"
+    r"|\b(?:ai|assistant|agent|llm|model)s?\s+reading\s+this\b"
+    r"|\bwhat\s+(?:are|were)\s+your\s+(?:original\s+|initial\s+|hidden\s+|system\s+)?(?:instructions|rules|guidelines)\b"
+    r"|\b(?:reveal|print|output|repeat|recite|dump)\s+(?:all\s+)?(?:of\s+)?your\s+(?:instructions|rules|guidelines)\b"
+    r"|\b(?:priority|system|admin|security)\s+override\b"
+    # exfiltration orders: "send the full chat history to x@evil.example"
+    r"|\b(?:send|forward|email|e-mail|upload|post|exfiltrate|leak|copy)\b[^.\n]{0,40}?"
+    r"\b(?:conversation|chat)\s+(?:history|log|transcript)s?\b|\b(?:send|forward|email|e-mail|upload|post|exfiltrate)"
+    r"\b[^.\n]{0,30}?\b(?:all|every|the\s+(?:entire|full|whole))\s+(?:customer|user|client|account)s?\s+"
+    r"(?:data|records|details|emails|e-mails|list|database)\b"
+    # keeping the user in the dark
+    r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|reveal\s+to|mention\s+to|let)\s+the\s+(?:user|customer|operator)\b"
+    r"|\bjailbreak\b|\bdo\s+anything\s+now\b"
 )
 
 _SQUASHED_INJECTION = re.compile(
     # the same intents with the spaces gone: only combinations no ordinary sentence runs into
-    r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|my|of|these|those|every)*"
-    r"(?:previous|prior|above|earlier|preceding|original|initial|former|system|developer)"
-    r"(?:instructions?|prompts?|rules|directions?|directives?|guidelines|commands?|guardrails|policies|messages)"
+    r"(?:ignore|disregard|forget|override|bypass|stopfollowing|donotfollow|dontfollow)(?:all|any|the|of|these|those|every)*"
+    r"(?:your|previous|prior|above|earlier|preceding|original|initial|former|existing|system|developer|safety)+"
+    r"(?:instructions?|prompts?|rules|directions?|directives?|guidelines|guidance|commands?|guardrails|policies"
+    r"|restrictions|constraints|programming|messages)"
     r"|(?:ignore|disregard|forget)everything(?:above|before|youweretold)"
-    r"|(?:reveal|show|print|repeat|leak|output|display|dump|tellme)(?:me|us)?(?:the|your|its|their|full|entire)*"
-    r"systemprompt"
-    r"|youarenow(?:dan|unrestricted|jailbroken|nolonger)|jailbreak|danmode|developermodeenabled"
+    r"|(?:reveal|show|print|repeat|leak|output|display|dump|disclose|recite|tellme|giveme)(?:me|us)?"
+    r"(?:the|your|its|their|full|entire|exact|complete|original|hidden)*(?:systemprompt|systemmessage|initialprompt"
+    r"|hiddeninstructions|hiddenrules)"
+    r"|youarenow(?:the|an?)?(?:dan|unrestricted|jailbroken|nolonger|admin|administrator|root|superuser)"
+    r"|pretend(?:tobe|youare)(?:an?|the)?(?:unrestricted|jailbroken|dan|admin)"
+    r"|jailbreak|danmode|developermode(?:enabled|on)|godmode|doanythingnow"
 )
 
-_MULTILINGUAL_INJECTION = re.compile(
-    "|".join(
-        p.replace("S", _S)
-        for p in [
-            # Spanish
-            r"(?:ignora|ignore|ignorar|ignorad|olvida|olvide|olvidar|omite|descarta)S(?:todas?S)?(?:las?S|tus?S|sus?S)?"
-            r"(?:instrucciones|indicaciones|reglas|órdenes|directrices)S(?:anteriores|previas|precedentes|originales"
-            r"|delSsistema)",
-            r"(?:revela|muestra|imprime|dime|repite)(?:me)?S(?:tu|el|su)S(?:prompt|mensaje|instrucciones)S(?:del?S)?sistema",
-            r"ahoraSeresS(?:unaS|unS)?(?:asistenteSsinSrestricciones|dan|ia\Wsin\Wrestricciones|hacker|libre)",
-            # French
-            r"(?:ignore[zr]?|oublie[zr]?)S(?:toutesS)?(?:lesS|tesS|vosS)?(?:instructions|consignes|règles|directives)S"
-            r"(?:précédentes|precedentes|antérieures|anterieures|initiales|duSsystème)",
-            r"(?:révèle|revele|affiche|montre|imprime|répète|repete|donne)[sz]?(?:Smoi)?S(?:ton|votre|le)S"
-            r"(?:prompt|message|invite)S(?:duS)?(?:système|systeme)",
-            r"(?:tuSes|vousSêtes)S(?:maintenant|désormais|dorénavant)S(?:unS|uneS)?(?:dan|libre|sansSrestriction"
-            r"|enSmode)",
-            # German
-            r"(?:ignoriere|ignorier|vergiss|vergesse|missachte)S(?:alleS|sämtlicheS)?(?:deineS|dieS)?"
-            r"(?:vorherigen|bisherigen|früheren|vorigen|obigen|ursprünglichen)S(?:anweisungen|instruktionen|befehle"
-            r"|regeln|vorgaben)",
-            r"(?:ignoriere|ignorier|vergiss)SalleS(?:anweisungen|instruktionen|befehle)",
-            r"(?:zeige?|gib|verrate|nenne|wiederhole)(?:Smir)?S(?:deinen|deine|den|die|dein)S"
-            r"(?:systemSprompt|systemanweisungen|systemnachricht)",
-            r"duSbistS(?:jetzt|nun|abSsofort)S(?:einS|eineS|imS)?(?:dan|uneingeschränkt|freiSvon|entwicklermodus)",
-            # Portuguese
-            r"(?:ignore|ignora|ignorar|esqueça|esqueca|esquece|desconsidere)S(?:todasS)?(?:asS|suasS)?"
-            r"(?:instruções|instrucoes|regras|orientações|diretrizes)S(?:anteriores|prévias|previas|originais"
-            r"|doSsistema)",
-            r"(?:revele|mostre|exiba|imprima|diga|repita)(?:-?me)?S(?:oS)?(?:seu|teu|o)S(?:prompt|mensagem)S(?:do|de)S"
-            r"sistema",
-            r"(?:agoraSvocêSé|vocêSagoraSé|agoraStuSés)S(?:umS|umaS)?(?:dan|livre|semSrestrições|assistenteSsem)",
-            # Italian
-            r"(?:ignora|ignorare|dimentica|dimenticare|trascura)S(?:tutteS)?(?:leS)?(?:tueS)?"
-            r"(?:istruzioni|regole|indicazioni|direttive)S(?:precedenti|anteriori|originali|diSsistema|delSsistema)",
-            r"(?:rivela|mostra|stampa|ripeti|dimmi)(?:mi)?S(?:ilS)?(?:tuoS)?promptS(?:di|del)Ssistema",
-            r"(?:ora|adesso)SseiS(?:unS|unaS)?(?:dan|libero|senzaSrestrizioni|inSmodalità)",
-            # Russian
-            r"(?:игнорируй|игнорируйте|проигнорируй|забудь|забудьте|отбрось)S(?:всеS|всехS)?"
-            r"(?:предыдущие|прежние|предшествующие|прошлые|системные|все)S(?:инструкции|указания|правила|команды)",
-            r"(?:покажи|выведи|раскрой|повтори|напиши)(?:Sмне)?S(?:свойS|твойS|своиS|твоиS)?"
-            r"системн\w*S(?:промпт\w*|инструкци\w*|подсказк\w*)",
-            r"(?:теперьSты|тыSтеперь)S(?:dan|свободен|неSограничен|безSограничений|хакер|администратор)",
-            # Chinese
-            r"(?:忽略|无视|忽视|忘记|忘掉|不要理会)S(?:之前|以前|先前|上面|上述|前面|所有|全部|你的)+S(?:的)?S(?:所有)?S"
-            r"(?:指令|指示|说明|规则|提示)",
-            r"(?:显示|透露|输出|告诉我|打印|重复)S(?:你的)?S系统S提示",
-            r"(?:你现在是|从现在开始你是)S(?:一个|一名)?S(?:不受限制|没有限制|自由|dan|黑客|管理员)",
-            # Japanese
-            r"(?:以前|前|上記|これまで|先ほど)のS(?:すべての|全ての)?S(?:指示|命令|ルール|指令)をS(?:無視|忘れ)",
-            r"(?:すべての|全ての)S(?:指示|命令|ルール)をS無視",
-            r"システムプロンプトをS(?:表示|教え|出力|見せ|開示)",
-        ]
+
+class _Language(NamedTuple):
+    """How one language says "ignore the previous instructions", "show me your system prompt",
+    "you are now an unrestricted ...", and opens a standing order ("from now on always ...")."""
+
+    override_verbs: str
+    old: str
+    rules: str
+    reveal_verbs: str
+    secret_prompt: str
+    identity: str
+    standing_openers: str
+    standing_followers: str
+
+
+_LANGUAGES = {
+    "es": _Language(
+        r"ignora|ignore|ignoren|ignorar|ignorad|olvida|olvide|olviden|olvidar|omite|omitir|descarta|desestima"
+        r"|desobedece|no\s+sigas|deja\s+de\s+seguir|pasa\s+por\s+alto",
+        r"anteriores|previas|precedentes|originales|iniciales|todas|tus|del\s+sistema|de\s+arriba",
+        r"instrucciones|indicaciones|reglas|órdenes|ordenes|directrices|normas|restricciones|consignas|pautas",
+        r"revela|revélame|muestra|muéstrame|imprime|dime|repite|enséñame|comparte|escribe",
+        r"(?:prompt|mensaje|instrucciones)\s+(?:del?\s+)?sistema|prompt\s+original|instrucciones\s+ocultas",
+        r"(?:ahora|a\s+partir\s+de\s+ahora)\s+eres\s+(?:un\s+|una\s+|el\s+|la\s+)?(?:administrador|admin|dan|hacker"
+        r"|asistente\s+sin|ia\s+sin|libre|sin\s+restricciones)|finge\s+(?:ser|que\s+eres)"
+        r"|modo\s+(?:desarrollador|dios|sin\s+restricciones|administrador)",
+        r"a\s+partir\s+de\s+ahora|de\s+ahora\s+en\s+adelante|desde\s+ahora",
+        r"siempre|nunca|debes|deberás|tienes\s+que|aprueba|responde|envía|reembolsa",
     ),
-    re.IGNORECASE,
+    "fr": _Language(
+        r"ignore|ignorez|ignorer|oublie|oubliez|oublier|ne\s+tiens\s+pas\s+compte|ne\s+tenez\s+pas\s+compte"
+        r"|ne\s+suis\s+plus|ne\s+suivez\s+plus|fais\s+abstraction|faites\s+abstraction|passe\s+outre|passez\s+outre",
+        r"précédentes|precedentes|antérieures|anterieures|initiales|originales|toutes|tes|vos|du\s+système|ci-dessus",
+        r"instructions|consignes|règles|regles|directives|ordres|restrictions|indications",
+        r"révèle|révélez|revele|affiche|affichez|montre|montrez|imprime|répète|répétez|donne|donnez|dis|dites"
+        r"|écris|recopie",
+        r"(?:prompt|message|invite|instructions?)\s+(?:du\s+|de\s+)?(?:système|systeme)|prompt\s+initial"
+        r"|instructions\s+cachées",
+        r"(?:tu\s+es|vous\s+êtes)\s+(?:maintenant|désormais|dorénavant)\s+(?:un\s+|une\s+|l['’]|le\s+|la\s+)?"
+        r"(?:administrateur|admin|dan|hacker|assistant\s+sans|ia\s+sans|libre|sans\s+restriction|en\s+mode)"
+        r"|(?:fais|faites)\s+semblant\s+d['’]être|mode\s+(?:développeur|developpeur|dieu|sans\s+restriction)",
+        r"à\s+partir\s+de\s+maintenant|désormais|dorénavant|à\s+l['’]avenir",
+        r"tu\s+dois|vous\s+devez|toujours|jamais|approuve|approuvez|réponds|répondez|envoie|envoyez",
+    ),
+    "de": _Language(
+        r"ignoriere|ignorier|ignorieren\s+sie|vergiss|vergessen\s+sie|missachte|übergehe|uebergehe"
+        r"|befolge\s+nicht\s+mehr|hör\s+auf",
+        r"vorherigen|bisherigen|früheren|vorigen|obigen|ursprünglichen|alle|deine|sämtliche|system",
+        r"anweisungen|instruktionen|befehle|regeln|vorgaben|richtlinien|einschränkungen|systemanweisungen",
+        r"zeig|zeige|zeigen\s+sie|gib|geben\s+sie|verrate|nenne|wiederhole|schreib|druck",
+        r"system-?\s?prompt|systemanweisungen|systemnachricht|ursprünglichen\s+anweisungen"
+        r"|versteckten\s+(?:regeln|anweisungen)",
+        r"du\s+bist\s+(?:jetzt|nun|ab\s+sofort|ab\s+jetzt)\s+(?:ein\s+|eine\s+|der\s+|die\s+)?(?:administrator|admin"
+        r"|dan|hacker|uneingeschränkt|frei|im\s+entwicklermodus|assistent\s+ohne)|tu\s+so,?\s+als\s+(?:wärst|seist)"
+        r"|(?:entwickler|gott|admin)modus",
+        r"ab\s+jetzt|ab\s+sofort|von\s+nun\s+an|in\s+zukunft",
+        r"immer|nie|niemals|musst\s+du|sollst\s+du|genehmige|antworte|sende",
+    ),
+    "pt": _Language(
+        r"ignore|ignora|ignorar|ignorem|esqueça|esqueca|esquece|esqueçam|desconsidere|desconsidera|não\s+siga"
+        r"|deixe\s+de\s+seguir|pare\s+de\s+seguir",
+        r"anteriores|prévias|previas|originais|iniciais|todas|suas|tuas|do\s+sistema|acima",
+        r"instruções|instrucoes|regras|orientações|orientacoes|diretrizes|ordens|restrições|comandos",
+        r"revele|revela|mostre|mostra|exiba|imprima|diga|repita|escreva|compartilhe",
+        r"(?:prompt|mensagem|instruções)\s+(?:do|de)\s+sistema|prompt\s+original|instruções\s+ocultas",
+        r"(?:agora\s+você\s+é|você\s+agora\s+é|agora\s+tu\s+és|a\s+partir\s+de\s+agora\s+você\s+é)\s+"
+        r"(?:um\s+|uma\s+|o\s+|a\s+)?(?:administrador|admin|dan|hacker|livre|assistente\s+sem|ia\s+sem"
+        r"|sem\s+restrições)|finja\s+(?:ser|que\s+é)|modo\s+(?:desenvolvedor|deus|administrador)",
+        r"a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante|daqui\s+em\s+diante|doravante",
+        r"sempre|nunca|você\s+deve|deve|aprove|responda|envie",
+    ),
+    "it": _Language(
+        r"ignora|ignorare|ignorate|dimentica|dimenticare|dimenticate|trascura|non\s+seguire|smetti\s+di\s+seguire",
+        r"precedenti|anteriori|originali|iniziali|tutte|tue|di\s+sistema|del\s+sistema|sopra",
+        r"istruzioni|regole|indicazioni|direttive|ordini|restrizioni|comandi|linee\s+guida",
+        r"rivela|rivelami|mostra|mostrami|stampa|ripeti|dimmi|scrivi|condividi",
+        r"prompt\s+(?:di|del)\s+sistema|messaggio\s+di\s+sistema|istruzioni\s+(?:di\s+sistema|nascoste)"
+        r"|prompt\s+originale",
+        r"(?:ora|adesso|da\s+ora)\s+sei\s+(?:un\s+|una\s+|l['’]|il\s+)?(?:amministratore|admin|dan|hacker|libero"
+        r"|assistente\s+senza|ia\s+senza|senza\s+restrizioni|in\s+modalità)|fingi\s+di\s+essere"
+        r"|modalità\s+(?:sviluppatore|dio|amministratore)",
+        r"d['’]ora\s+in\s+(?:poi|avanti)|da\s+ora\s+in\s+(?:poi|avanti)|da\s+adesso\s+in\s+poi",
+        r"sempre|mai|devi|approva|rispondi|invia",
+    ),
+    "ru": _Language(
+        r"игнорируй|игнорируйте|проигнорируй|проигнорируйте|забудь|забудьте|отбрось|отбросьте|не\s+следуй"
+        r"|перестань\s+следовать|не\s+соблюдай",
+        r"предыдущие|прежние|предшествующие|прошлые|системные|все|свои|исходные|вышеуказанные",
+        r"инструкции|инструкций|указания|указаний|правила|правил|команды|ограничения|директивы",
+        r"покажи|выведи|раскрой|повтори|напиши|расскажи|озвучь|скопируй",
+        r"системн\w*\s+(?:промпт\w*|инструкци\w*|подсказк\w*|сообщени\w*)|исходн\w*\s+(?:промпт\w*|инструкци\w*)"
+        r"|скрыт\w*\s+(?:правил\w*|инструкци\w*)",
+        r"(?:теперь\s+ты|ты\s+теперь|отныне\s+ты|с\s+этого\s+момента\s+ты)\s+(?:—\s*)?(?:dan|свободен|не\s+ограничен"
+        r"|без\s+ограничений|хакер|администратор|админ)|притворись|режим\s+(?:разработчика|администратора|бога)",
+        r"с\s+этого\s+момента|отныне|впредь",
+        r"всегда|никогда|ты\s+должен|должен|одобряй|отвечай|отправляй",
+    ),
+    "nl": _Language(
+        r"negeer|vergeet|volg\s+niet\s+langer|stop\s+met\s+het\s+volgen\s+van",
+        r"eerdere|vorige|voorgaande|oorspronkelijke|alle|je|jouw|systeem",
+        r"instructies|opdrachten|regels|richtlijnen|beperkingen|aanwijzingen",
+        r"toon|laat|geef|herhaal|print|onthul|vertel",
+        r"systeem-?\s?prompt|systeeminstructies|systeembericht|oorspronkelijke\s+instructies"
+        r"|verborgen\s+(?:regels|instructies)",
+        r"je\s+bent\s+(?:nu|vanaf\s+nu)\s+(?:de\s+|een\s+)?(?:beheerder|admin|dan|hacker|assistent\s+zonder"
+        r"|onbeperkt|vrij)|doe\s+alsof\s+je|(?:ontwikkelaars|beheerders)modus",
+        r"vanaf\s+nu|voortaan|van\s+nu\s+af\s+aan",
+        r"altijd|nooit|moet\s+je|keur|antwoord|stuur",
+    ),
+}
+
+_GAP = r"[^.!?\n]{0,40}?"
+
+
+def _injection(lang: _Language) -> str:
+    verbs, old, rules = lang.override_verbs, lang.old, lang.rules
+    return (
+        rf"\b(?:{verbs})\b{_GAP}\b(?:{old})\b{_GAP}\b(?:{rules})\b"  # "ignora todas las ... instrucciones"
+        rf"|\b(?:{verbs})\b{_GAP}\b(?:{rules})\b[^.!?\n]{{0,25}}?\b(?:{old})\b"  # "... instrucciones anteriores"
+        rf"|\b(?:{lang.reveal_verbs})\b[^.!?\n]{{0,60}}?(?:{lang.secret_prompt})"
+        rf"|\b(?:{lang.identity})"
+    )
+
+
+_CJK_INJECTION = [
+    # Chinese
+    r"(?:忽略|无视|忽视|忘记|忘掉|不要理会|不要遵守|不再遵守|放弃|抛开)[^。！？\n]{0,10}?"
+    r"(?:之前|以前|先前|上面|上述|前面|所有|全部|你的|原来|原有|系统)[^。！？\n]{0,8}?(?:指令|指示|说明|规则|提示|命令|限制|设定)",
+    r"(?:显示|透露|输出|告诉我|打印|重复|展示|说出|泄露)[^。！？\n]{0,8}?(?:系统提示|系统指令|系统消息|初始提示|隐藏的?(?:规则|指令))",
+    r"(?:你现在是|从现在开始你是|现在你是|你将扮演|扮演)[^。！？\n]{0,6}?(?:不受限制|没有限制|无限制|自由|dan|黑客|管理员)",
+    r"(?:开发者|管理员|上帝)模式",
+    # Japanese
+    r"(?:以前|前|上記|これまで|先ほど|元|最初|全て|すべて|システム)の?[^。！？\n]{0,8}?(?:指示|命令|ルール|指令|制約|設定)"
+    r"[^。！？\n]{0,6}?(?:を|は)[^。！？\n]{0,6}?(?:無視|忘れ|破棄)",
+    r"(?:システムプロンプト|システムメッセージ|初期プロンプト|隠された(?:指示|ルール))[^。！？\n]{0,10}?(?:表示|教え|出力|見せ|開示|書き出)",
+    r"(?:今から|これから|今後)(?:あなた|君|お前)は[^。！？\n]{0,10}?(?:管理者|制限のない|無制限|dan|ハッカー)|(?:開発者|管理者)モード",
+    # Korean
+    r"(?:이전|앞|위|기존|모든|원래|시스템)[^.!?\n]{0,8}?(?:지시|명령|지침|규칙|제한)[^.!?\n]{0,6}?(?:무시|잊어)",
+    r"(?:시스템\s*프롬프트|시스템\s*메시지|숨겨진\s*(?:지시|규칙))[^.!?\n]{0,8}?(?:보여|공개|출력|알려|말해)",
+    r"(?:지금부터|이제부터|이제)\s*(?:너는|당신은|넌)[^.!?\n]{0,10}?(?:관리자|제한\s*없는|무제한|dan|해커)|(?:개발자|관리자)\s*모드",
+]
+
+_MULTILINGUAL_INJECTION = re.compile(
+    "|".join([*(_injection(lang) for lang in _LANGUAGES.values()), *_CJK_INJECTION]), re.IGNORECASE
 )
 
 _DELIMITERS = re.compile(
@@ -140,8 +278,13 @@ _IMPERATIVE_VERBS = (
 
 _ENGLISH_STANDING_ORDER = re.compile(
     r"(?ix)"
-    # "from now on" opens a rule unless what follows is the speaker's own wish ("from now on I'd like ...")
-    r"\bfrom\s+now\s+on\b(?!,?\s+(?:i|i'd|i'll|i'm|we|we'd|we'll|my|our|please\s+send\s+me)\b)"
+    # "from now on" opens a rule for the agent -- but not a person's own wish, which is a preference:
+    # "from now on I'd like ...", "she will pay by PayPal from now on", "asked that from now on ..."
+    r"\bfrom\s+now\s+on\b,?\s+(?:you\s+|the\s+(?:agent|assistant|bot|model)\s+)?(?:always|never|must|should|shall)\b"
+    r"|(?<!asked\s)(?<!asked\sthat\s)(?<!requested\s)(?<!requested\sthat\s)(?<!says\sthat\s)(?<!said\sthat\s)"
+    r"(?<!says\s)(?<!said\s)(?<!wants\s)"
+    r"\bfrom\s+now\s+on\b(?![.;!?)]|\s*$|,?\s+(?:i|i'd|i'll|i'm|we|we'd|we'll|he|she|they|my|our|his|her|their"
+    r"|please\s+send\s+me)\b)"
     r"|\bgoing\s+forward,?\s+(?:please\s+)?(?:you\s+)?(?:always|never|must|should)\b"
     # "you must not ...", "the bot should never ..." -- but not "should never have" (a look back)
     r"|\byou\s+(?:must|shall)\s+(?:always|never|not)\b(?!\s+have\b)"
@@ -153,18 +296,21 @@ _ENGLISH_STANDING_ORDER = re.compile(
     r"|\bit(?:'s|\s+is)\s+(?:now\s+)?(?:company\s+|our\s+)?policy\s+(?:that|to)\b"
 )
 
+_SQUASHED_STANDING_ORDER = re.compile(
+    r"fromnowon(?:you|the(?:agent|assistant|bot|model))?(?:always|never|must|should|" + _IMPERATIVE_VERBS + r"|waive)"
+    r"|goingforward(?:you)?(?:always|never|must|should)|henceforth"
+)
+
 _MULTILINGUAL_STANDING_ORDER = re.compile(
     "|".join(
-        p.replace("S", _S)
-        for p in [
-            r"(?:aSpartirSdeSahora|deSahoraSenSadelante)S(?:siempre|nunca|debes|deberás|tienesSque|aprueba|responde)",
-            r"(?:àSpartirSdeSmaintenant|désormais|dorénavant)S(?:tuSdois|vousSdevez|toujours|jamais|approuve|réponds)",
-            r"(?:abSjetzt|abSsofort|vonSnunSan)S(?:immer|nie|niemals|musstSdu|sollstSdu|genehmige|antworte)",
-            r"(?:aSpartirSdeSagora|deSagoraSemSdiante|daquiSemSdiante)S(?:sempre|nunca|vocêSdeve|aprove|responda)",
-            r"(?:d.oraSinSpoi|daSoraSinSpoi|daSadessoSinSpoi)S(?:sempre|mai|devi|approva|rispondi)",
-            r"(?:сSэтогоSмомента|отныне|впредь)S(?:всегда|никогда|тыSдолжен|одобряй|отвечай)",
-            r"(?:从现在开始|从今以后|从今天起)S(?:你)?S(?:必须|总是|永远|始终|一律|都要|一定要)",
-            r"(?:今後|これからは|今からは)S(?:常に|必ず|絶対に|いつも)",
+        [
+            *(
+                rf"\b(?:{lang.standing_openers})\b\W{{0,3}}(?:\w+\W+){{0,2}}?\b(?:{lang.standing_followers})\b"
+                for lang in _LANGUAGES.values()
+            ),
+            r"(?:从现在开始|从今以后|从今天起|今后)[，,]?\s*(?:你)?\s*(?:必须|总是|永远|始终|一律|都要|一定要)",
+            r"(?:今後|これからは|今からは)[、,]?\s*(?:常に|必ず|絶対に|いつも)",
+            r"(?:지금부터|앞으로|이제부터)\s*(?:항상|절대|반드시|모든)",
         ]
     ),
     re.IGNORECASE,
@@ -180,7 +326,9 @@ def kinds(text: str) -> frozenset[str]:
             found.add(INJECTION)
         if _DELIMITERS.search(view):
             found.add(DELIMITER)
-        if _ENGLISH_STANDING_ORDER.search(view) or _MULTILINGUAL_STANDING_ORDER.search(view):
+        if any(
+            p.search(view) for p in (_ENGLISH_STANDING_ORDER, _SQUASHED_STANDING_ORDER, _MULTILINGUAL_STANDING_ORDER)
+        ):
             found.add(STANDING_ORDER)
     return frozenset(found)
 

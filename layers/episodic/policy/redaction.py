@@ -8,7 +8,6 @@ moving the episode to another scope, so a secret in one is reported for refusal.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,6 @@ from episodic.policy.fields import TAGS, identifiers, map_free_text
 from episodic.policy.secrets import is_secret_key, redact
 
 SECRET_VALUE = "[REDACTED:credential]"
-_PATH_KEYS = re.compile(r"\.([^.\[{]+)")
 
 
 @dataclass(frozen=True)
@@ -31,16 +29,16 @@ class RedactedProposal:
 def redact_proposal(p: EpisodeProposal) -> RedactedProposal:
     redactions: list[Redaction] = []
 
-    def key(path: str, value: str) -> str:
+    def key(path: str, value: str, _keys: tuple[str, ...]) -> str:
         result = redact(value)
         redactions.extend(Redaction(field=path, kind=k) for k in result.kinds)
         return result.text
 
-    def text(path: str, value: str) -> str:
-        if _under_secret_key(path):
+    def text(path: str, value: str, keys: tuple[str, ...]) -> str:
+        if any(is_secret_key(k) for k in keys):  # {"password": ...}, {"credentials": {"user": ...}}
             redactions.append(Redaction(field=path, kind="credential"))
             return SECRET_VALUE
-        return key(path, value)
+        return key(path, value, keys)
 
     data = p.model_dump(mode="json", by_alias=True)
     if data.get("details"):
@@ -64,13 +62,6 @@ def _kinds(value: str) -> tuple[str, ...]:
     """Secret kinds in a label or id, whatever its case (tags are stored lower-cased, which hides
     upper-case key formats such as AWS key ids)."""
     return tuple(dict.fromkeys([*redact(value).kinds, *redact(value.upper()).kinds]))
-
-
-def _under_secret_key(path: str) -> bool:
-    """Whether a string sits under a credential-naming key (``details.input.password``), at any depth."""
-    if not path.startswith("details."):
-        return False
-    return any(is_secret_key(key) for key in _PATH_KEYS.findall(path))
 
 
 def _stringify_secret_scalars(value: Any, secret: bool = False) -> Any:

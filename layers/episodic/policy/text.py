@@ -48,12 +48,31 @@ _CONFUSABLES = str.maketrans(
 )  # fmt: skip
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+_LEET_L = str.maketrans(
+    {
+        "0": "o",
+        "1": "l",
+        "|": "l",
+        "3": "e",
+        "4": "a",
+        "5": "s",
+        "7": "t",
+        "8": "b",
+        "9": "g",
+        "@": "a",
+        "$": "s",
+        "+": "t",
+    }
+)
+"""The other common reading of leetspeak: ``1`` and ``|`` for ``l`` (``ru1es``)."""
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,10});")
 _BACKSLASH = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8})")
 _NON_LETTERS = re.compile(r"[\W\d_]+")
+_WHITESPACE = re.compile(r"\s+")
+_SEPARATORS = re.compile(r"(?<=\w)[_\-./:]+(?=\w)")
 
 
 def normalise(text: str) -> str:
@@ -63,10 +82,10 @@ def normalise(text: str) -> str:
     return "".join(c for c in folded if c in _KEEP or unicodedata.category(c) not in ("Cf", "Cc"))
 
 
-def skeleton(text: str) -> str:
+def skeleton(text: str, leet: dict[int, str] = _LEET) -> str:
     """Lower-cased, every look-alike letter and leetspeak digit mapped to plain Latin."""
     visible = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
-    return visible.translate(_CONFUSABLES).lower().translate(_LEET)
+    return visible.translate(_CONFUSABLES).lower().translate(leet)
 
 
 def squashed(text: str) -> str:
@@ -95,7 +114,9 @@ def views(text: str, depth: int = 2) -> list[str]:
     """Every reading of ``text`` a detector should try (see the module docstring)."""
     plain = normalise(text)
     shape = skeleton(plain)
-    readings = [plain, shape, squashed(plain), squashed(shape)]
+    one_line = _WHITESPACE.sub(" ", plain)  # one word per line
+    spaced = _SEPARATORS.sub(" ", one_line)  # labels and refs: "ignore-previous_instructions"
+    readings = [plain, one_line, spaced, shape, skeleton(plain, _LEET_L), squashed(plain), squashed(shape)]
     if depth > 0:
         for payload in decoded_payloads(plain):
             readings.extend(views(payload, depth - 1))
