@@ -31,6 +31,7 @@ from episodic.errors import (
     IdempotencyConflictError,
     InvalidRequestError,
     NotFoundError,
+    StorageError,
     WritesDisabledError,
 )
 from episodic.evidence import render_context
@@ -77,6 +78,7 @@ from episodic.ports import (
     Summariser,
     TimelineQuery,
     TimelineStore,
+    Vector,
 )
 from episodic.pseudonyms import actor_pseudonym
 from episodic.query import hinted_actors, interpret
@@ -522,7 +524,7 @@ class MemoryService:
             statuses=tuple(request.statuses),
             privacy_classes=privacy,
         )
-        vector = self.embedder.embed([query])[0] if query else None
+        vector, degraded = self._query_vector(query)
         pool = max(self.settings.recall_pool_size, request.limit)
         found = self.index.candidates(scope, query, vector, pool, embedder=self.embedder.name)
         candidates = found.items
@@ -553,14 +555,29 @@ class MemoryService:
         )
         self.store.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
         if returned:
-            self.store.record_access(caller.tenant_id, returned, now)
+            try:
+                self.store.record_access(caller.tenant_id, returned, now)
+            except StorageError:
+                # Access counts feed relevance decay; they are not worth failing a recall that was
+                # served and audited. The next recall of these episodes counts again.
+                degraded = (*degraded, "access_stats_not_updated")
         return RecallResponse(
             recall_id=recall_id,
             items=items,
             interpretation=explained,
             context=render_context(items),
-            degraded=list(found.degraded),
+            degraded=[*degraded, *found.degraded],
         )
+
+    def _query_vector(self, query: str | None) -> tuple[Vector | None, tuple[str, ...]]:
+        """The query's embedding; when the embedder is unavailable, recall goes on by text alone
+        and says so (``semantic_unavailable``) rather than failing."""
+        if query is None:
+            return None, ()
+        try:
+            return self.embedder.embed([query])[0], ()
+        except StorageError:
+            return None, ("semantic_unavailable",)
 
     def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
@@ -637,13 +654,17 @@ class MemoryService:
 
         The episode returns ``active`` and is re-embedded (vectors are not archived); one whose
         retention has passed needs a new ``expiresAt``, or it would be forgotten again at once.
-        The archive copy is removed once the episode is back, so no second copy lingers.
+        The archive copy is removed once the episode is back, so no second copy lingers; if that
+        removal failed, asking again finishes it (the episode is back already: only the copy goes).
         """
         self._require_operator(caller)
         now = self.clock.now()
         held = self.store.get(caller.tenant_id, event_id)
         if held is not None and held.status is Status.ARCHIVED:
             return self._unarchive(caller, held, now)
+        if held is not None and self.archive.contains(caller.tenant_id, event_id):
+            self.archive.delete_events(caller.tenant_id, [event_id])
+            return held
         record = self.archive.get(caller.tenant_id, event_id)
         if record is None:
             raise NotFoundError(f"no archived episode {event_id}")
@@ -808,8 +829,8 @@ class MemoryService:
         """Erase everything about an actor: timeline, index, archive, derived summaries."""
         self._require_operator(caller)
         ids = self.store.event_ids_of_actor(caller.tenant_id, actor_id)
+        archived = self.archive.delete_actor(caller.tenant_id, actor_id)  # copies first: see _erase_ids
         result = self._erase_ids(caller, ids, reason or "actor_erasure_requested", scope="actor")
-        archived = self.archive.delete_actor(caller.tenant_id, actor_id)
         now = self.clock.now()
         self.store.apply(
             Changes(
@@ -832,6 +853,9 @@ class MemoryService:
         return result
 
     def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> dict[str, Any]:
+        """Archive copies go first, then the timeline with its tombstones in one commit: if either
+        step fails the caller gets an error and a retry finishes the job, and no failure leaves a
+        copy of erased text behind a tombstone that says it is gone."""
         with self._erasure_lock:
             now = self.clock.now()
             cascade = self.store.summaries_citing(caller.tenant_id, ids) if ids else []
@@ -853,8 +877,8 @@ class MemoryService:
                         contentHash=content_hash(episode) if episode else None,
                     )
                 )
-            self.store.apply(changes)
             archived = self.archive.delete_events(caller.tenant_id, all_ids)
+            self.store.apply(changes)
             self.store.compact_after_erasure()
         return {"erased": all_ids, "cascaded": [i for i in cascade if i not in ids], "archivedRecordsDeleted": archived}
 

@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 from episodic.adapters.local.summariser import ExtractiveSummariser
+from episodic.errors import StorageError
 from episodic.model import Decision, PrivacyClass, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 
@@ -103,3 +104,31 @@ def test_given_an_expired_then_erased_actor_when_the_audit_log_is_read_then_the_
     records, _ = service.audit(OPERATOR, limit=1000)
     assert {"episode.expired", "actor.erased"} <= {r.action for r in records}
     assert actor not in json.dumps([r.to_json_dict() for r in records])
+
+
+class UnavailableQueryEmbedder:
+    """Test double around the real embedder: embeds writes, fails every single-text (query) call
+    the way an unreachable model service does."""
+
+    def __init__(self, real):
+        self.real, self.name, self.dimension = real, real.name, real.dimension
+
+    def embed(self, texts):
+        if len(texts) == 1:
+            raise StorageError("the embedding service is unavailable")
+        return self.real.embed(texts)
+
+
+def test_given_the_embedder_down_when_recalling_then_text_alone_answers_and_says_so(service):
+    written = service.remember_batch(
+        AGENT,
+        [
+            proposal(summary="Customer wants invoices as PDF, in Portuguese"),
+            proposal(summary="Customer moved the renewal meeting to Thursday"),
+        ],
+    )
+    service.embedder = UnavailableQueryEmbedder(service.embedder)
+    response = service.recall(AGENT, RecallRequest(query="invoices PDF", actor_id="user-1"))
+    assert response.degraded[0] == "semantic_unavailable"
+    assert response.items[0].episode.event_id == written[0].event_id
+    assert response.items[0].components.semantic == 0

@@ -365,9 +365,9 @@ def test_given_s3_refusing_deletes_when_an_actor_is_erased_then_503_and_a_retry_
     status, body = invoke(api_event("POST", "/v1/erasure", {"actorId": "gail"}, role="operator"))
 
     assert (status, body["error"]) == (503, "storage_unavailable")
-    # Left behind until the retry: the timeline part is erased and tombstoned, the archive copy is not.
-    assert active not in aws.episodes()
-    assert aws.actions(active)[-1] == "episode.erased"
+    # Archive copies go first: nothing is tombstoned while a copy of it is still kept.
+    assert active in aws.episodes()
+    assert "episode.erased" not in aws.actions(active)
     assert aws.archived() == {archived}
     assert "actor.erased" not in aws.actions()
 
@@ -409,11 +409,6 @@ def test_given_s3_failing_to_read_the_archive_when_restoring_then_503_and_nothin
     assert aws.audit() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service.restore commits before it deletes the archive copy, and a retry then finds the episode "
-    "active and re-puts it (409), leaving the copy; reported to the core owner",
-)
 def test_given_s3_failing_to_delete_the_copy_when_restoring_then_a_retry_finishes_the_restore(aws, wired, clock):
     archived = expire_into_archive(clock, wired)
     later = (clock.now() + timedelta(days=90)).isoformat()

@@ -59,7 +59,10 @@ def build_aws_service(
 
 
 def titan_embedder(settings: Settings) -> Embedder:
-    """Bedrock Titan V2 with adaptive client-side retries (throttling is common under bursts)."""
+    """Bedrock Titan V2. botocore makes at most two attempts per call (adaptive mode paces the
+    client under throttling) and times out a silent connection, while the adapter's own bounded
+    backoff retries throttling: together they stay well inside API Gateway's 29 s, so a request
+    fails cleanly with 503 instead of being cut off mid-write by a 504."""
     import boto3
     from botocore.config import Config
 
@@ -68,7 +71,7 @@ def titan_embedder(settings: Settings) -> Embedder:
     client = boto3.client(
         "bedrock-runtime",
         region_name=settings.aws_region,
-        config=Config(retries={"mode": "adaptive", "max_attempts": 8}),
+        config=Config(retries={"mode": "adaptive", "max_attempts": 2}, connect_timeout=2, read_timeout=5),
     )
     return TitanEmbedder(client, model_id=settings.titan_model_id, dimensions=settings.titan_dimensions)
 
