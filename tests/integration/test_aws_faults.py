@@ -572,3 +572,12 @@ def test_given_a_read_timeout_talking_to_bedrock_when_writing_a_batch_then_503_a
 
     assert (status, body["error"]) == (503, "embedding_unavailable")
     assert aws.episodes() == set() and aws.audit() == []
+
+
+@pytest.mark.parametrize("route", ["/v1/timeline", "/v1/audit"])
+@pytest.mark.parametrize("cursor", ["W10", "W251bGwsbnVsbF0", "WzEsMl0", "WzFd", "!!!"])
+def test_given_a_cursor_of_the_wrong_shape_when_paging_the_dynamodb_store_then_422(wired, route, cursor):
+    event = api_event("GET", route, role="operator")
+    event.update(queryStringParameters={"cursor": cursor}, multiValueQueryStringParameters={"cursor": [cursor]})
+    status, body = invoke(event)
+    assert (status, body["error"]) == (422, "invalid_request")

@@ -26,7 +26,6 @@ TTL deletes lag by up to two days, so every read re-checks ``retention.expiresAt
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import random
@@ -43,6 +42,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from ulid import ULID
 
 from episodic.adapters.aws import tables as t
+from episodic.adapters.cursors import decode_cursor, encode_cursor
 from episodic.errors import ConflictError, InvalidRequestError, StorageError
 from episodic.model import AuditRecord, Episode, Review
 from episodic.ports import (
@@ -133,20 +133,6 @@ def _storage_errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return translated
 
     return decorate
-
-
-def _encode_cursor(parts: list[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> list[Any]:
-    try:
-        parts = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-        if not isinstance(parts, list):
-            raise ValueError
-        return parts
-    except ValueError as exc:
-        raise InvalidRequestError("cursor is not valid") from exc
 
 
 class DynamoTimelineStore:
@@ -428,14 +414,14 @@ class DynamoTimelineStore:
             "ExpressionAttributeValues": _item({":episode": "EPISODE", ":active": "active"}),
         }
         if after:
-            request["ExclusiveStartKey"] = _item(_decode_cursor(after)[0])
+            request["ExclusiveStartKey"] = _item(decode_cursor(after, (dict,))[0])
         episodes: list[Episode] = []
         while True:
             response = self.client.scan(**request)
             episodes += [_episode(item) for item in response.get("Items", [])]
             last = response.get("LastEvaluatedKey")
             if not last or len(episodes) >= limit:
-                return episodes, _encode_cursor([_plain(last)]) if last else None
+                return episodes, encode_cursor([_plain(last)]) if last else None
             request["ExclusiveStartKey"] = last
 
     @_storage_errors("write")
@@ -624,12 +610,12 @@ class DynamoTimelineStore:
 
     @_storage_errors("read")
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
-        after = _decode_cursor(query.cursor)[0] if query.cursor else None
+        after = decode_cursor(query.cursor, (str,))[0] if query.cursor else None
         episodes: list[Episode] = []
         last_key = None
         for sort_key, _, episode in self.iter_scope(query.scope, query.newest_first, after):
             if len(episodes) == query.limit:
-                return episodes, _encode_cursor([last_key])
+                return episodes, encode_cursor([last_key])
             episodes.append(episode)
             last_key = sort_key
         return episodes, None
@@ -732,7 +718,7 @@ class DynamoTimelineStore:
         if query.since is not None:
             low = str(ULID.from_int(int(ULID.from_datetime(query.since)) >> 80 << 80))
         if query.cursor:
-            low = max(low, str(_decode_cursor(query.cursor)[0]))
+            low = max(low, decode_cursor(query.cursor, (str,))[0])
         request: dict[str, Any] = {"TableName": self.audit_table, "ScanIndexForward": True}
         if query.event_id:
             request.update(
@@ -750,7 +736,7 @@ class DynamoTimelineStore:
             if query.action and item["action"]["S"] != query.action:
                 continue
             if len(records) == query.limit:
-                return records, _encode_cursor([records[-1].audit_id])
+                return records, encode_cursor([records[-1].audit_id])
             records.append(AuditRecord.model_validate_json(item["rec"]["S"]))
         return records, None
 
