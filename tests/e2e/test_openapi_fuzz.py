@@ -216,6 +216,11 @@ def fuzz(target: Target, role: str, cases: int) -> Findings:
         except (AssertionError, BaseExceptionGroup) as error:
             for title, message in failure_kinds(error):
                 findings.record(label, str(response.status_code), title, message, curl)
+        if label == "PUT /v1/admin/writes":
+            # the kill-switch answers writes with 503 by design: switch it back on, so that any
+            # other 503 is a failure
+            back_on = target.http.put("/v1/admin/writes", json={"enabled": True}, headers=target.auth("operator"))
+            assert back_on.status_code == 200, back_on.text
 
     try:
         run()
