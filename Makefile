@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # jsii (under aws-cdk-lib) warns on every start that this machine's Node 20 is past its end of life.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: setup run demo test test-fast lint typecheck eval bench bench-recall synth layer clean
+.PHONY: setup run demo test test-fuzz test-fast lint typecheck eval bench bench-recall bench-load policy-model synth layer clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ demo: setup  ## a scripted scenario against a fresh data dir
 test: setup  ## the whole test suite (real SQLite, real MiniLM model)
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
+test-fuzz: setup  ## the long property-based and fuzzing runs (hypothesis "fuzz" profile, >=1,000 OpenAPI cases)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -m fuzz tests/e2e
+
 test-fast: setup  ## unit tests only
 	$(BIN)/python -m pytest tests/unit -q
 
@@ -37,6 +40,13 @@ eval: setup  ## the governance and retrieval metrics against tests/evals/thresho
 
 bench: setup  ## every figure: throughput, recall latency, API latency, cold imports; writes BENCHMARKS.md
 	$(BIN)/episodic bench
+
+bench-load: setup  ## 16 clients, 30% writes / 70% recalls over HTTP against episodic serve, with a py-spy profile
+	$(BIN)/pip install --quiet py-spy
+	$(BIN)/python benchmarks/mixed_load.py --clients 16 --seconds 30 --profile
+
+policy-model: setup  ## retrain the instruction model from the labelled sets into layers/episodic/policy/data
+	$(BIN)/python -c "from episodic.policy.instruction_model import main; main()"
 
 bench-recall: setup  ## structured recall latency vs the textbook loop, printed (not asserted)
 	$(BIN)/python benchmarks/structured_recall.py --episodes 20000 --queries 200

@@ -1,6 +1,7 @@
 """Measuring the service: recall quality and memory governance, on labelled sets.
 
-Recall quality: recall@k and nDCG@k, by query kind.
+Recall quality: recall@k and nDCG@k, by query kind. Governance: writes, isolation and
+forgetting here; poisoning and secrets in :mod:`episodic.safety_eval`.
 
 The set (``tests/evals/retrieval/``) holds episodes with stable keys and queries with the
 keys a perfect memory returns. :func:`evaluate_retrieval` loads the episodes through the
@@ -23,6 +24,7 @@ from typing import Any
 from episodic.errors import NotFoundError
 from episodic.model import Caller, EpisodeProposal, RecallRequest, Role, Status
 from episodic.ranking import Ranker, RankingWeights
+from episodic.safety_eval import run_safety
 from episodic.service import MemoryService
 
 MODES: dict[str, tuple[RankingWeights | None, bool]] = {
@@ -307,6 +309,7 @@ def run_suite(service: MemoryService, clock: ManualClock, suite: Path, k: int = 
         rows = [json.loads(line) for line in writes.read_text().splitlines() if line.strip()]
         metrics.update(evaluate_writes(service, "writes", rows))
     metrics.update(evaluate_forgetting(service, clock, "acme", episodes, keys))
+    metrics.update(run_safety(service, suite))
     return metrics
 
 

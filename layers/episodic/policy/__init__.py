@@ -46,11 +46,12 @@ from episodic.model import (
 )
 from episodic.policy import fields, instructions
 from episodic.policy.chatter import ChatterClassifier, default_classifier
+from episodic.policy.instruction_model import default_model
 from episodic.policy.provenance import backed_claims
 from episodic.policy.redaction import redact_proposal
 from episodic.policy.text import normalise
 
-POLICY_VERSION = "2026-11-30.1"
+POLICY_VERSION = "2026-11-30.2"
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""
@@ -162,8 +163,14 @@ class WritePolicy:
 
 
 def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
-    """Instruction-like text or markup in any field that is stored or reaches the evidence block."""
-    return instructions.findings(fields.texts(p.model_dump(mode="json", by_alias=True)))
+    """Instruction-like text or markup in any field that is stored or reaches the evidence block:
+    what the patterns find in each field or across them, and what the learned model finds in
+    all of them read together."""
+    texts = list(fields.texts(p.model_dump(mode="json", by_alias=True)))
+    found = instructions.findings(texts)
+    if not found and default_model().is_instruction(" ".join(text for _, text in texts)):
+        found.append(("*", "instruction_model"))
+    return found
 
 
 def _missing_essentials(p: EpisodeProposal) -> list[str]:

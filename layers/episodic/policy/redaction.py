@@ -13,7 +13,7 @@ from typing import Any
 
 from episodic.model import EpisodeProposal, Redaction
 from episodic.policy.fields import TAGS, identifiers, map_free_text
-from episodic.policy.secrets import is_secret_key, redact
+from episodic.policy.secrets import is_masked, is_secret_key, redact
 
 SECRET_VALUE = "[REDACTED:credential]"
 
@@ -35,7 +35,7 @@ def redact_proposal(p: EpisodeProposal) -> RedactedProposal:
         return result.text
 
     def text(path: str, value: str, keys: tuple[str, ...]) -> str:
-        if any(is_secret_key(k) for k in keys):  # {"password": ...}, {"credentials": {"user": ...}}
+        if any(is_secret_key(k) for k in keys) and not is_masked(value):  # {"password": ...}, {"credentials": {...}}
             redactions.append(Redaction(field=path, kind="credential"))
             return SECRET_VALUE
         return key(path, value, keys)

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- credential words in other languages and scripts
 """Find and redact secrets and payment data before anything is stored.
 
 Credentials and card numbers must never reach the timeline, the index, the archive or
@@ -26,8 +27,9 @@ _CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
 
 _LABEL_WORDS = (
     r"password|passwd|pwd|pw|passphrase|passcode|secret|api[_ -]?key|api[_ -]?secret|access[_ -]?token|"
-    r"auth[_ -]?token|refresh[_ -]?token|session[_ -]?token|client[_ -]?secret|aws_secret_access_key|"
-    r"secret[_ -]?key|private[_ -]?key|token|pin|cvv|cvc|otp|security\s+code"
+    r"auth[_ -]?token|refresh[_ -]?token|session[_ -]?token|client[_ -]?secret|(?:aws[_ ]?)?secret[_ ]?access[_ ]?key|"
+    r"secret[_ -]?key|private[_ -]?key|token|pin|cvv|cvc|otp|security\s+code|"
+    r"(?:wifi|wi-fi|wlan|db|database|admin|root|login|user|vpn|ssh|sftp|ftp|e?mail|smtp|router)[_ -]?pass(?:word)?"
 )
 _LABEL = (
     r"(?i:\b(?:" + _LABEL_WORDS + r")\b)"
@@ -40,6 +42,24 @@ _STRONG_PAIR = re.compile(_LABEL + r"([\"']?\s*(?::=|->|[:=])\s*|" + _VERB + r"\
 _WEAK_PAIR = re.compile(_LABEL + r"(" + _VERB + r"\s+)(" + _QUOTED + r"|(?=\S*[\d!@#$%^&*+=?~])[^\s,;]{4,})")
 """``password is x`` -- only a value that looks like a password (digits or symbols) counts,
 so "the password is changed monthly" stays as it is."""
+
+_CREDENTIAL_WORDS = (
+    r"password|passcode|passphrase|pin|pwd|pw|secret|key|token|credentials?|"
+    # the same in the other languages the service meets
+    r"passwort|kennwort|mot\s+de\s+passe|contraseña|contrasena|clave|senha|parola\s+d['’]ordine|пароль|wachtwoord"
+    r"|hasło|haslo|lösenord|losenord|şifre|sifre|parola"
+)
+_LABELLED_TOKEN = re.compile(
+    r"(?i:(?:\b(?:" + _CREDENTIAL_WORDS + r")\b|密码|密碼|パスワード|비밀번호|كلمة\s+المرور))[^.\n]{0,60}?"
+    r"(?<![\w/+=~!@#$%^&*.-])((?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9/+=_.~!@#$%^&*-]{6,})(?![\w/+=~!@#$%^&*-])"
+)
+"""A credential word, then (in the same sentence) a token that mixes letters and digits: "the night
+lead confirmed passcode 77Delta-Fox91", "secret access key handed over on the call: XI8q6k...".
+Only tokens that look generated count (see :func:`_looks_generated`)."""
+
+_AWS_SECRET_SHAPE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+"""An AWS secret access key: 40 characters of base64's alphabet (git's 40-hex SHAs are excluded
+by requiring both cases)."""
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
@@ -60,7 +80,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
 ]
 
-_URL_CREDENTIAL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]{3,})(@)")
+_URL_CREDENTIAL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s@/]{3,})(@)")
 """``scheme://user:password@host`` (database URLs, brokers): the password part is a secret."""
 
 _SECRET_KEY_WORDS = frozenset(
@@ -68,7 +88,8 @@ _SECRET_KEY_WORDS = frozenset(
         "password", "passwd", "pwd", "pw", "passphrase", "passcode", "secret", "token", "pin", "cvv", "cvc",
         "otp", "credential", "credentials", "authorization", "apikey", "privatekey", "secretkey", "cardnumber",
         "clientsecret", "accesstoken", "refreshtoken", "sessiontoken", "authtoken", "idtoken", "apisecret",
-        "secretaccesskey",
+        "secretaccesskey", "passwort", "kennwort", "motdepasse", "contrasena", "contraseña", "senha", "wachtwoord",
+        "haslo", "hasło", "losenord", "lösenord", "sifre", "şifre", "parola", "пароль",
     }
 )  # fmt: skip
 """Key names that make their value a secret, whatever it looks like (``{"password": "hunter2"}``)."""
@@ -117,6 +138,8 @@ def redact(text: str) -> Redacted:
         text = pattern.sub(_replace, text)
 
     def _pair(match: re.Match[str]) -> str:
+        if is_masked(match.group(2)):
+            return match.group(0)
         # Keep the label so the memory still says *that* a credential was given.
         kinds.append("credential_pair")
         return match.group(0)[: match.start(2) - match.start(0)] + "[REDACTED:credential]"
@@ -129,7 +152,42 @@ def redact(text: str) -> Redacted:
         return match.group(1) + "[REDACTED:credential]" + match.group(3)
 
     text = _URL_CREDENTIAL.sub(_url, text)
+
+    def _labelled(match: re.Match[str]) -> str:
+        token = match.group(1)
+        if "REDACTED" in token or is_masked(token) or not _looks_generated(token):
+            return match.group(0)
+        kinds.append("credential_pair")
+        return match.group(0)[: match.start(1) - match.start(0)] + "[REDACTED:credential]"
+
+    text = _LABELLED_TOKEN.sub(_labelled, text)
+
+    def _aws_secret(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if not (re.search(r"[a-z]", token) and re.search(r"[A-Z]", token) and re.search(r"\d", token)):
+            return token
+        kinds.append("aws_secret_key")
+        return "[REDACTED:aws_secret_key]"
+
+    text = _AWS_SECRET_SHAPE.sub(_aws_secret, text)
     return Redacted(text=text, kinds=tuple(dict.fromkeys(kinds)))
+
+
+_MASK = re.compile(r"^[\"']?[*•xX#]{3,}[\"']?$|\*{3,}|•{3,}|\.\.\.|…|(?i:redacted|masked|hidden)")
+
+
+def is_masked(value: str) -> bool:
+    """Already hidden (``********``, ``sk_live_...4f2a``, ``****4242``, ``<redacted>``): nothing to redact."""
+    return bool(_MASK.search(value))
+
+
+def _looks_generated(token: str) -> bool:
+    """Letters and digits mixed the way people and generators make passwords (``77Delta-Fox91``,
+    ``azul-mar-7731``), not the way ids and versions look (``v2``, ``INV-2026``, ``ft-0921``):
+    at least three character classes, or twelve characters or more with letters and digits."""
+    classes = sum(bool(re.search(pattern, token)) for pattern in (r"[a-z]", r"[A-Z]", r"\d", r"[^A-Za-z0-9]"))
+    letters = sum(c.isalpha() for c in token)
+    return (classes >= 3 and letters >= 2 and len(token) >= 8) or (len(token) >= 12 and classes >= 2)
 
 
 def _card_like(candidate: str) -> bool:
@@ -148,6 +206,8 @@ def _card_like(candidate: str) -> bool:
 def is_secret_key(key: str) -> bool:
     """Whether a mapping key names a credential (``password``, ``apiKey``, ``client_secret``, ``db-pin``):
     its last word, or its last two words run together, is a credential word."""
+    if "".join(c for c in key.lower() if c.isalnum()) in _SECRET_KEY_WORDS:  # also keys in other scripts
+        return True
     words = [w.lower() for w in _KEY_WORD.findall(key)]
     if not words:
         return False
