@@ -26,8 +26,8 @@ run: setup  ## start the service on the embedded local backend (http://127.0.0.1
 demo: setup  ## a scripted scenario against a fresh data dir
 	$(BIN)/episodic demo
 
-test: setup  ## the whole test suite (real SQLite, real MiniLM model)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+test: setup  ## the whole test suite but the long fuzzing runs (real SQLite, real MiniLM model)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not fuzz"
 
 test-fuzz: setup  ## the long property-based and fuzzing runs (hypothesis "fuzz" profile, >=1,000 OpenAPI cases)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -m fuzz tests/e2e

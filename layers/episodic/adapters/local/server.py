@@ -12,6 +12,7 @@ thread runs the retention/review-timeout sweep every ``sweep_interval_seconds``.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -89,6 +90,12 @@ def make_handler(
         server_version = "episodic-local/1"
         protocol_version = "HTTP/1.1"
         timeout = SOCKET_TIMEOUT_SECONDS  # a client that stops sending frees its thread
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in separate writes; without TCP_NODELAY, Nagle's algorithm
+            # holds the body back until the client's delayed ACK (about 40 ms on every response).
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, format: str, *args: Any) -> None:
             logger.debug("http", line=format % args)
