@@ -25,6 +25,7 @@ from typing import Any
 
 from ulid import ULID
 
+from episodic.digests import digest_privacy, digestible
 from episodic.errors import (
     ConflictError,
     ForbiddenError,
@@ -35,6 +36,7 @@ from episodic.errors import (
     WritesDisabledError,
 )
 from episodic.evidence import render_context
+from episodic.expiry import archived_on_expiry, content_hash, expiry_detail
 from episodic.model import (
     AuditRecord,
     Caller,
@@ -104,12 +106,6 @@ class SystemClock:
         return datetime.now(UTC)
 
 
-def content_hash(episode: Episode) -> str:
-    """A stable hash of what an episode held, kept in tombstones instead of the text."""
-    canonical = json.dumps(episode.to_json_dict(), sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-
-
 def _hash_text(value: str) -> str:
     return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
 
@@ -160,15 +156,6 @@ class ForgetReport:
 
 SUMMARY_MAX_SOURCES = 50
 """A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
-
-DIGEST_PRIVACY_ORDER = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL, PrivacyClass.PRIVATE)
-"""Privacy classes a digest may summarise, least private first."""
-
-
-def _digestible(episode: Episode) -> bool:
-    """Digests summarise an actor's ordinary events: never other digests, and never sensitive
-    episodes, whose consent and expiry were given for that one record, not for copies of it."""
-    return episode.event_type is not EventType.SESSION_SUMMARY and episode.privacy_class in DIGEST_PRIVACY_ORDER
 
 
 class MemoryService:
@@ -785,7 +772,7 @@ class MemoryService:
             occurred_before=window_end,
             limit=SUMMARY_MAX_SOURCES + 1,
         )
-        sources = [e for e in page.items if _digestible(e)][:SUMMARY_MAX_SOURCES]
+        sources = [e for e in page.items if digestible(e)][:SUMMARY_MAX_SOURCES]
         if len(sources) <= self.settings.summary_min_events:
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
         lines = summariser.summarise(sources, max_lines=3)[:3]
@@ -803,7 +790,7 @@ class MemoryService:
             tags=["digest"],
             # A digest repeats its sources: it is as private as the most private of them and
             # lives no longer than the first of them to expire.
-            privacy_class=max((e.privacy_class for e in sources), key=DIGEST_PRIVACY_ORDER.index),
+            privacy_class=digest_privacy(sources),
             retention=Retention(expires_at=min(expiries) if expiries else None),
         )
         key = f"digest:{actor_pseudonym(tenant_id, actor_id)}:{window_end.isoformat()}"
@@ -1012,19 +999,14 @@ class MemoryService:
         now = self.clock.now()
         expired = 0
         for episode in self.store.expired_episodes(now, limit):
-            key = self.archive.put(episode, "retention_expired", now)
+            key = self.archive.put(episode, "retention_expired", now) if archived_on_expiry(episode) else None
             audit = self._audit(
                 Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:sweep"),
                 "episode.expired",
                 now,
                 episode.event_id,
                 None,
-                reason="retention_expired",
-                archiveKey=key,
-                contentHash=content_hash(episode),
-                eventType=episode.event_type.value,
-                occurredAt=episode.occurred_at.isoformat(),
-                expiresAt=episode.retention.expires_at.isoformat() if episode.retention.expires_at else None,
+                **expiry_detail(episode, key),
             )
             try:
                 self.store.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id], audit=[audit]))

@@ -132,3 +132,28 @@ def test_given_the_embedder_down_when_recalling_then_text_alone_answers_and_says
     assert response.degraded[0] == "semantic_unavailable"
     assert response.items[0].episode.event_id == written[0].event_id
     assert response.items[0].components.semantic == 0
+
+
+def test_given_an_expired_digest_when_a_source_is_erased_then_no_copy_of_the_digest_remains(service, clock):
+    clock.current = clock.current.replace(hour=18)
+    sources = [
+        service.remember(
+            AGENT,
+            proposal(
+                actorId="cust-olga",
+                summary=f"Olga's shipment {7700 + n} left the Porto depot on lorry {n}",
+                occurredAt=(clock.now() - timedelta(hours=n + 1)).isoformat(),
+                retention={"expiresAt": (clock.now() + timedelta(days=n + 1)).isoformat()},
+            ),
+        ).event_id
+        for n in range(6)
+    ]
+    digest = service.summarise(ExtractiveSummariser(service.embedder))[0]["eventId"]
+    clock.advance(days=1, hours=1)  # the digest expires with its first source
+    service.sweep()
+    expired, _ = service.audit(OPERATOR, event_id=digest, action="episode.expired")
+    assert expired and expired[0].detail["archived"] is False and "archiveKey" not in expired[0].detail
+    assert not service.archive.contains("acme", digest)
+    for event_id in sources[1:]:
+        service.erase(OPERATOR, event_id)
+    assert not service.archive.contains("acme", digest)

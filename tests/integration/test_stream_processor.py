@@ -64,6 +64,20 @@ def test_given_a_ttl_removal_when_handled_then_s3_holds_the_record_and_the_audit
     assert len(store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))[0]) == 1
 
 
+def test_given_a_ttl_removal_of_a_digest_when_handled_then_it_is_audited_but_not_archived(wired):
+    store, archive = wired
+    event = load("ttl_remove.json")
+    episode = event["Records"][0]["dynamodb"]["OldImage"]["ep"]["M"]
+    episode["eventType"] = {"S": "session_summary"}
+    episode["sourceRefs"] = {"L": [{"S": "episode:01KAZ3R2M5N8P1Q4S7T0V3W6X9"}]}
+
+    assert stream.handler(event, _Context()) == {"batchItemFailures": []}
+
+    assert archive.get("acme", episode["eventId"]["S"]) is None
+    audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
+    assert len(audit) == 1 and audit[0].detail["archived"] is False and "archiveKey" not in audit[0].detail
+
+
 def test_given_a_batch_with_a_poison_record_when_handled_then_only_it_is_reported(wired):
     _, archive = wired
     batch = load("mixed_batch.json")

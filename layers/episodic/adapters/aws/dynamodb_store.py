@@ -43,6 +43,7 @@ from ulid import ULID
 
 from episodic.adapters.aws import tables as t
 from episodic.adapters.cursors import decode_cursor, encode_cursor
+from episodic.digests import digestible
 from episodic.errors import ConflictError, InvalidRequestError, StorageError
 from episodic.model import AuditRecord, Episode, Review
 from episodic.ports import (
@@ -283,7 +284,7 @@ class DynamoTimelineStore:
         }
         if ep.project_id:
             attributes.update(gsi3pk=f"{tenant}#P#{ep.project_id}", gsi3sk=occ)
-        if ep.event_type.value != "session_summary":
+        if digestible(ep):  # the day index finds busy actors for the summarisation
             attributes.update(
                 gsi6pk=t.day_key(ep.occurred_at, tenant, ep.actor_id), gsi6sk=f"{tenant}#{ep.actor_id}#{occ}"
             )

@@ -7,7 +7,8 @@ The timeline is the source of truth; everything here follows from its changes:
 * REMOVE of an episode by **TTL** (``userIdentity.type == "Service"`` and
   ``principalId == "dynamodb.amazonaws.com"``) -> a compressed record of the expired episode
   goes to the S3 cold archive and an audit record says when, why and what it held (type,
-  times, content hash, archive key -- never the text); the projection drops it;
+  times, content hash, archive key -- never the text); the projection drops it. A digest is
+  not archived (see :mod:`episodic.expiry`), only audited;
 * REMOVE by anyone else (erasure, a denied review) -> the projection drops it; the use case
   that deleted it has already written its own audit record and cleaned the archive.
 
@@ -30,9 +31,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from ulid import ULID
 
 from episodic.errors import ConflictError
+from episodic.expiry import archived_on_expiry, expiry_detail
 from episodic.model import AuditRecord, Episode
 from episodic.ports import Changes, ColdArchive, TimelineStore, Vector
-from episodic.service import content_hash
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 
@@ -126,7 +127,7 @@ class TimelineStreamProcessor:
         assert record.dynamodb is not None
         stamp = record.dynamodb.approximate_creation_date_time  # epoch seconds, when TTL removed it
         removed_at = datetime.fromtimestamp(int(stamp), UTC) if stamp is not None else datetime.now(UTC)
-        key = self.archive.put(episode, "retention_expired", removed_at)
+        key = self.archive.put(episode, "retention_expired", removed_at) if archived_on_expiry(episode) else None
         digest = hashlib.sha256(f"expired:{record.event_id}".encode()).digest()[:10]
         audit_id = str(ULID.from_bytes(bytes(ULID.from_datetime(removed_at))[:6] + digest))
         audit = AuditRecord(
@@ -137,19 +138,12 @@ class TimelineStreamProcessor:
             principal_id="system:dynamodb-ttl",
             event_id=episode.event_id,
             policy_version=episode.policy_version,
-            detail={
-                "reason": "retention_expired",
-                "archiveKey": key,
-                "contentHash": content_hash(episode),
-                "eventType": episode.event_type.value,
-                "occurredAt": episode.occurred_at.isoformat(),
-                "expiresAt": episode.retention.expires_at.isoformat() if episode.retention.expires_at else None,
-                "streamEventId": record.event_id,
-            },
+            detail={k: v for k, v in expiry_detail(episode, key).items() if v is not None}
+            | {"streamEventId": record.event_id},
         )
         try:
             self.store.apply(Changes(tenant_id=episode.tenant_id, audit=[audit]))
         except ConflictError:
             logger.info("expiry already recorded", event_id=episode.event_id, stream_event_id=record.event_id)
             return "already_archived"
-        return "archived"
+        return "archived" if key is not None else "expired_unarchived"

@@ -376,8 +376,10 @@ class SqliteStore:
 
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
         rows = self._query(
+            # episodic.digests.digestible: no digests, nothing sensitive
             "SELECT tenant_id, actor_id, COUNT(*) FROM episodes WHERE status = 'active' "
-            "AND event_type != 'session_summary' AND occurred_at >= ? AND occurred_at < ? "
+            "AND event_type != 'session_summary' AND privacy_class != 'sensitive' "
+            "AND occurred_at >= ? AND occurred_at < ? "
             "GROUP BY tenant_id, actor_id HAVING COUNT(*) >= ? ORDER BY tenant_id, actor_id",
             (_micros(since), _micros(until), min_count),
         )
