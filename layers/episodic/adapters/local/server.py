@@ -224,9 +224,13 @@ class Scheduler:
                 logger.exception("scheduled job failed; will retry", job=name)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+    """The listen backlog: the default of 5 resets connections when a burst of clients connect at once."""
+
+
 def create_server(
     host: str, port: int, tokens: TokenBook, lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]
 ) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, port), make_handler(tokens, lambda_handler))
-    server.daemon_threads = True
-    return server
+    return _Server((host, port), make_handler(tokens, lambda_handler))
