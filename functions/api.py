@@ -412,15 +412,16 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
 
 _serving = threading.Lock()
 """Powertools keeps the request being served in process-wide state (``BaseRouter.current_event``
-is a class attribute), so two requests resolved at once can swap events: one request answered
-with another's caller or body. Lambda serves one request per process; ``episodic serve`` serves
-many threads, which take turns here (the model and the database are the bottleneck anyway)."""
+is a class attribute; the Logger's correlation id too), so two requests resolved at once can
+swap events: one request answered with another's caller or body. Lambda serves one request per
+process; ``episodic serve`` serves many threads, which take turns here."""
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _unsupported_media_type(event) or app.resolve(event, context)
+
+
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    refused = _unsupported_media_type(event)
-    if refused is not None:
-        return refused
     with _serving:
-        return app.resolve(event, context)
+        return _handle(event, context)
