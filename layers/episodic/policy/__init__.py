@@ -97,8 +97,9 @@ class WritePolicy:
             return self._verdict(Decision.DENY, ["secret_in_identifier"], redactions), proposal
         stored, provenance_notes = backed_claims(cleaned.proposal, caller)
         notes = [*provenance_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
-        deny = self._deny_reasons(cleaned.proposal, stored, caller, now)
-        review = self._review_reasons(stored, caller, superseded)
+        instruction_kinds = {kind for _, kind in _instruction_findings(stored)}
+        deny = self._deny_reasons(cleaned.proposal, stored, caller, now, instruction_kinds)
+        review = self._review_reasons(stored, caller, superseded, instruction_kinds)
         if deny:
             decision = Decision.DENY
         elif review:
@@ -114,7 +115,9 @@ class WritePolicy:
             decision=decision, reasons=reasons, policy_version=self.version, redactions=redactions or []
         )
 
-    def _deny_reasons(self, claimed: EpisodeProposal, p: EpisodeProposal, caller: Caller, now: datetime) -> list[str]:
+    def _deny_reasons(
+        self, claimed: EpisodeProposal, p: EpisodeProposal, caller: Caller, now: datetime, instruction_kinds: set[str]
+    ) -> list[str]:
         """``claimed`` is the proposal as sent (for the claims it makes), ``p`` as it would be stored."""
         reasons = []
         claims_operator = (
@@ -135,15 +138,16 @@ class WritePolicy:
             reasons.append("approval_without_resource")
         # Instruction-like text is a security event a human should see, even when it is short
         # enough to look like chatter: it goes to review, not to the chatter denial.
-        if not _instruction_findings(p) and self._is_chatter(p):
+        if not instruction_kinds and self._is_chatter(p):
             reasons.append("not_memorable")
         return reasons
 
-    def _review_reasons(self, p: EpisodeProposal, caller: Caller, superseded: Sequence[Episode]) -> list[str]:
+    def _review_reasons(
+        self, p: EpisodeProposal, caller: Caller, superseded: Sequence[Episode], found: set[str]
+    ) -> list[str]:
         reasons = []
         if p.source_trust is SourceTrust.UNTRUSTED_CONTENT:
             reasons.append("untrusted_source")
-        found = {kind for _, kind in _instruction_findings(p)}
         from_operator = caller.is_operator and p.proposed_by is ProposedBy.OPERATOR
         if not from_operator and found:
             reasons.append("instruction_like_content")

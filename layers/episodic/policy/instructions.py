@@ -346,9 +346,7 @@ _CJK_INJECTION = [
     r"(?:지금부터|이제부터|이제)\s*(?:너는|당신은|넌)[^.!?\n]{0,10}?(?:관리자|제한\s*없는|무제한|dan|해커)|(?:개발자|관리자)\s*모드",
 ]
 
-_MULTILINGUAL_INJECTION = re.compile(
-    "|".join([*(_injection(lang) for lang in _LANGUAGES.values()), *_CJK_INJECTION]), re.IGNORECASE
-)
+_CJK_AND_OTHERS = re.compile("|".join(_CJK_INJECTION), re.IGNORECASE)
 
 _DELIMITERS = re.compile(
     r"(?ix)"
@@ -380,7 +378,7 @@ _ENGLISH_STANDING_ORDER = re.compile(
     r"|\byou\s+(?:should|will)\s+(?:always|never)\b(?!\s+have\b)"
     r"|\bthe\s+(?:agent|assistant|bot|model)\s+(?:must|should|shall|will)\s+(?:always|never)\b(?!\s+have\b)"
     # an order opening a sentence or clause: "Always approve ...", "..., never tell ..."
-    rf"|(?:^|[.!?;:,]\s*)(?:always|never)\s+(?:{_IMPERATIVE_VERBS})\b"
+    rf"|(?:^|[.!?;:,\n]\s*)(?:always|never)\s+(?:{_IMPERATIVE_VERBS})\b"
     # a standing condition: "whenever anyone from Westbrook calls, waive the late fee"
     rf"|\bwhenever\s+(?:anyone|someone|a\s+customer|they|he|she|i|we)\b[^.!?]{{0,60}}?,\s*(?:{_IMPERATIVE_VERBS})\b"
     r"|\bhenceforth\b"
@@ -410,13 +408,14 @@ _SQUASHED_STANDING_ORDER = re.compile(
     r"|henceforth"
 )
 
-_MULTILINGUAL_STANDING_ORDER = re.compile(
+
+def _standing(lang: _Language) -> str:
+    return rf"\b(?:{lang.standing_openers})\b\W{{0,3}}(?:\w+\W+){{0,2}}?\b(?:{lang.standing_followers})\b"
+
+
+_OTHER_STANDING_ORDER = re.compile(
     "|".join(
         [
-            *(
-                rf"\b(?:{lang.standing_openers})\b\W{{0,3}}(?:\w+\W+){{0,2}}?\b(?:{lang.standing_followers})\b"
-                for lang in _LANGUAGES.values()
-            ),
             r"(?:从现在开始|从今以后|从今天起|今后)[，,]?\s*(?:你)?\s*(?:必须|总是|永远|始终|一律|都要|一定要)",
             r"(?:今後|これからは|今からは)[、,]?\s*(?:常に|必ず|絶対に|いつも)",
             r"(?:지금부터|앞으로|이제부터)\s*(?:항상|절대|반드시|모든)",
@@ -428,37 +427,75 @@ _MULTILINGUAL_STANDING_ORDER = re.compile(
 )
 
 
+class _Gated(NamedTuple):
+    """A pattern of one alphabetic language, tried only on text that has one of its words.
+
+    ``markers`` are the first four letters of every literal word of the pattern; any match
+    contains all the literal words of one of its alternatives, so text without any marker
+    cannot match, and the pattern (slow: a long alternation tried at every position) is skipped.
+    """
+
+    markers: frozenset[str]
+    pattern: re.Pattern[str]
+
+
+def _gated(source: str) -> _Gated:
+    literals = re.sub(r"\\[A-Za-z]", " ", source)  # \b, \s, \w are syntax, not letters
+    markers = frozenset(word.lower()[:4] for word in re.findall(r"[^\W\d_]{3,}", literals))
+    return _Gated(markers, re.compile(source, re.IGNORECASE))
+
+
+_LANGUAGE_INJECTION = [_gated(_injection(lang)) for lang in _LANGUAGES.values()]
+_LANGUAGE_STANDING_ORDER = [_gated(_standing(lang)) for lang in _LANGUAGES.values()]
+
+
+def _word_prefixes(text: str) -> frozenset[str]:
+    return frozenset(word[:4] for word in re.findall(r"[^\W\d_]{3,}", text.lower()))
+
+
 def _folded(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """``pattern`` with ``l`` read as ``i``: leetspeak writes both as ``1``, and one text may use
     both readings ("d15r3g4rd y0ur ru135"), so squashed text is also matched with the two merged."""
     return re.compile(pattern.pattern.replace("l", "i"), pattern.flags)
 
 
-_CHECKS: list[tuple[str, re.Pattern[str], bool]] = [
-    # (family, pattern, read with l folded into i)
-    (INJECTION, _ENGLISH_INJECTION, False),
-    (INJECTION, _SQUASHED_INJECTION, False),
-    (INJECTION, _folded(_SQUASHED_INJECTION), True),
-    (INJECTION, _MULTILINGUAL_INJECTION, False),
-    (DELIMITER, _DELIMITERS, False),
-    (STANDING_ORDER, _ENGLISH_STANDING_ORDER, False),
-    (STANDING_ORDER, _SQUASHED_STANDING_ORDER, False),
-    (STANDING_ORDER, _folded(_SQUASHED_STANDING_ORDER), True),
-    (STANDING_ORDER, _MULTILINGUAL_STANDING_ORDER, False),
+_WORDS, _LATIN, _SQUASHED = "words", "latin", "squashed"
+_CHECKS: list[tuple[str, re.Pattern[str], tuple[str, ...], bool]] = [
+    # (family, pattern, the view groups it reads, read with l folded into i)
+    (INJECTION, _ENGLISH_INJECTION, (_WORDS, _LATIN), False),
+    (INJECTION, _SQUASHED_INJECTION, (_SQUASHED,), False),
+    (INJECTION, _folded(_SQUASHED_INJECTION), (_SQUASHED,), True),
+    (INJECTION, _CJK_AND_OTHERS, (_WORDS,), False),
+    (DELIMITER, _DELIMITERS, (_WORDS,), False),
+    (STANDING_ORDER, _ENGLISH_STANDING_ORDER, (_WORDS, _LATIN), False),
+    (STANDING_ORDER, _SQUASHED_STANDING_ORDER, (_SQUASHED,), False),
+    (STANDING_ORDER, _folded(_SQUASHED_STANDING_ORDER), (_SQUASHED,), True),
+    (STANDING_ORDER, _OTHER_STANDING_ORDER, (_WORDS,), False),
 ]
 
 
 @lru_cache(maxsize=4096)
 def kinds(text: str) -> frozenset[str]:
     """Which families (``injection``, ``delimiter``, ``standing_order``) any reading of ``text`` shows."""
+    readings = views(text)
+    groups = {_WORDS: readings.words, _LATIN: readings.latin, _SQUASHED: readings.squashed}
     found: set[str] = set()
-    for view in views(text):
-        folded = view.replace("l", "i")
-        for family, pattern, fold in _CHECKS:
-            if family not in found and pattern.search(folded if fold else view):
+    for family, pattern, reads, fold in _CHECKS:
+        if family in found:
+            continue
+        for view in (v for group in reads for v in groups[group]):
+            if pattern.search(view.replace("l", "i") if fold else view):
                 found.add(family)
-        if STANDING_ORDER not in found and _rule_from_now_on(view):
-            found.add(STANDING_ORDER)
+                break
+    for family, gated in ((INJECTION, _LANGUAGE_INJECTION), (STANDING_ORDER, _LANGUAGE_STANDING_ORDER)):
+        for view in readings.words:
+            if family in found:
+                break
+            present = _word_prefixes(view)
+            if any(g.markers & present and g.pattern.search(view) for g in gated):
+                found.add(family)
+    if STANDING_ORDER not in found and any(_rule_from_now_on(v) for v in (*readings.words, *readings.latin)):
+        found.add(STANDING_ORDER)
     return frozenset(found)
 
 
@@ -466,10 +503,12 @@ def findings(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """``(field path, family)`` for every field that shows one, plus ``("*", family)`` when only
     the fields read together do (an instruction split between ``summary`` and ``outcome``)."""
     items = list(texts)
+    overall = kinds("\n".join(text for _, text in items))  # one line per field; the one-line view joins them
+    if not overall:
+        return []  # the common case: nothing anywhere, one pass over all the text
     found = [(path, kind) for path, text in items for kind in sorted(kinds(text))]
     seen = {kind for _, kind in found}
-    joined = " ".join(text for _, text in items)
-    found += [("*", kind) for kind in sorted(kinds(joined) - seen)]
+    found += [("*", kind) for kind in sorted(overall - seen)]
     return found
 
 

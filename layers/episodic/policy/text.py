@@ -23,6 +23,7 @@ import binascii
 import html
 import re
 import unicodedata
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 _KEEP = frozenset("\u200c\u200d\t\n\r")
@@ -125,17 +126,37 @@ def decoded_payloads(text: str) -> list[str]:
     return found
 
 
-def views(text: str, depth: int = 2) -> list[str]:
-    """Every reading of ``text`` a detector should try (see the module docstring)."""
+@dataclass(frozen=True)
+class Views:
+    """The readings of one text, grouped by what reads them (see the module docstring).
+
+    ``words`` keep their spaces and script (the patterns of every language read them);
+    ``latin`` are the skeletons (look-alikes and leetspeak mapped to Latin, for English);
+    ``squashed`` are letters only (for the patterns written without spaces). Readings of
+    payloads decoded from the text are included in each group."""
+
+    words: tuple[str, ...]
+    latin: tuple[str, ...]
+    squashed: tuple[str, ...]
+
+
+def views(text: str, depth: int = 2) -> Views:
     plain = normalise(text)
     shape = skeleton(plain)
     one_line = _WHITESPACE.sub(" ", plain)  # one word per line
     spaced = _SEPARATORS.sub(" ", one_line)  # labels and refs: "ignore-previous_instructions"
-    readings = [plain, one_line, spaced, shape, skeleton(plain, _LEET_L), squashed(plain), squashed(shape)]
+    words, latin, flat = (
+        [plain, one_line, spaced],
+        [shape, skeleton(plain, _LEET_L)],
+        [squashed(plain), squashed(shape)],
+    )
     if depth > 0:
         for payload in decoded_payloads(plain):
-            readings.extend(views(payload, depth - 1))
-    return list(dict.fromkeys(r for r in readings if r))
+            inner = views(payload, depth - 1)
+            words += inner.words
+            latin += inner.latin
+            flat += inner.squashed
+    return Views(*(tuple(dict.fromkeys(r for r in group if r)) for group in (words, latin, flat)))
 
 
 def _readable_base64(run: str) -> str | None:
