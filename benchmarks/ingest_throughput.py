@@ -49,7 +49,7 @@ def main() -> int:
     caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
-        service.policy.chatter  # noqa: B018 - train the classifier outside the timings
+        service.policy.warm_up()  # classifiers and detectors outside the timings
         texts = [p.summary for p in proposals(args.episodes, "model")]
         t0 = time.perf_counter()
         embedder.embed(texts)

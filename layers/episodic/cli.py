@@ -35,7 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
     warm = getattr(service.embedder, "warm_up", None)
     if warm is not None:
         warm()
-    service.policy.chatter  # noqa: B018 - train the chatter classifier before the first request
+    service.policy.warm_up()  # the classifiers and detectors before the first request
     try:
         server = create_server(args.host, args.port, tokens, api.handler)
     except OSError as exc:

@@ -44,7 +44,7 @@ from episodic.model import (
     Redaction,
     SourceTrust,
 )
-from episodic.policy import fields, instructions
+from episodic.policy import fields
 from episodic.policy.chatter import ChatterClassifier, default_classifier
 from episodic.policy.instruction_model import default_model
 from episodic.policy.provenance import backed_claims
@@ -70,6 +70,14 @@ class WritePolicy:
         if self._chatter is None:
             self._chatter = default_classifier()
         return self._chatter
+
+    def warm_up(self) -> None:
+        """Train the chatter classifier and load the detectors now, not on the first write."""
+        from episodic.policy import instructions
+
+        self.chatter  # noqa: B018
+        instructions.kinds("warm up")
+        default_model()
 
     def decide(
         self,
@@ -151,7 +159,7 @@ class WritePolicy:
         from_operator = caller.is_operator and p.proposed_by is ProposedBy.OPERATOR
         if not from_operator and found:
             reasons.append("instruction_like_content")
-        is_policy_memory = bool(POLICY_TAGS.intersection(p.tags)) or instructions.STANDING_ORDER in found
+        is_policy_memory = bool(POLICY_TAGS.intersection(p.tags)) or "standing_order" in found
         if is_policy_memory and p.proposed_by is ProposedBy.MODEL:
             reasons.append("model_proposed_policy")
         if not caller.is_operator and any(old.actor_id != p.actor_id for old in superseded):
@@ -171,6 +179,10 @@ def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
     what the patterns find in each field or across them, and what the learned model finds in
     all of them read together."""
     texts = list(fields.texts(p.model_dump(mode="json", by_alias=True)))
+    # Imported on first use: compiling the patterns of every language takes ~80 ms, which a
+    # Lambda cold start that only recalls should not pay (``WritePolicy.warm_up`` pays it early).
+    from episodic.policy import instructions
+
     found = instructions.findings(texts)
     if not found and default_model().is_instruction(" ".join(text for _, text in texts)):
         found.append(("*", "instruction_model"))
