@@ -42,7 +42,6 @@ bench: setup  ## every figure: throughput, recall latency, API latency, cold imp
 	$(BIN)/episodic bench
 
 bench-load: setup  ## 16 clients, 30% writes / 70% recalls over HTTP against episodic serve, with a py-spy profile
-	$(BIN)/pip install --quiet py-spy
 	$(BIN)/python benchmarks/mixed_load.py --clients 16 --seconds 30 --profile
 
 policy-model: setup  ## retrain the instruction model from the labelled sets into layers/episodic/policy/data

@@ -6,7 +6,8 @@ Prints a table and writes ``BENCHMARKS.md`` with the machine it ran on:
   (vectors computed beforehand), against raw SQLite inserts and the embedder's own batch
   throughput in the same run, as ratios;
 * recall latency p50/p99 by corpus and scope size (``recall_at_scale``);
-* end-to-end API latency through the local HTTP server;
+* end-to-end API latency through the local HTTP server, one client and then 16 at once
+  (30% writes, 70% recalls, two tenants; ``mixed_load``), with where the server's time goes;
 * cold import time of each Lambda handler module, and the size of each deployment package;
 * peak memory of the run.
 
@@ -98,7 +99,7 @@ def write_throughput(count: int) -> dict[str, float]:
     ):
         with tempfile.TemporaryDirectory() as tmp:
             service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
-            service.policy.chatter  # noqa: B018 - train outside the timer
+            service.policy.warm_up()  # classifiers and detectors outside the timer
             t0 = time.perf_counter()
             for start in range(0, count, 100):
                 service.remember_batch(caller, batch[start : start + 100])
@@ -204,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="tenant sizes for recall, e.g. 10000,100000")
     parser.add_argument("--api-requests", type=int, default=50)
+    parser.add_argument("--load-clients", type=int, default=16)
+    parser.add_argument("--load-seconds", type=float, default=30)
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
     writes = args.writes or (5000 if args.full else 500)
@@ -219,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     ).stdout.strip()  # fmt: skip
     _progress(f"API latency ({args.api_requests} writes + recalls)")
     latency = api_latency(args.api_requests)
+    _progress(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
+    from benchmarks.mixed_load import run as mixed_load
+
+    load = mixed_load(args.load_clients, args.load_seconds, seed=1000, profile=True)
     _progress("cold imports and package sizes")
     imports, sizes_bytes = cold_imports(), package_sizes()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -255,6 +262,20 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---:|---:|",
         f"| POST /v1/episodes | {latency['write_p50_ms']:.1f} ms | {latency['write_p99_ms']:.1f} ms |",
         f"| POST /v1/recall | {latency['recall_p50_ms']:.1f} ms | {latency['recall_p99_ms']:.1f} ms |",
+        "",
+        f"## Mixed load over HTTP ({load['clients']} clients, 30% writes / 70% recalls, two tenants of 1,000)",
+        "",
+        "`episodic serve` as its own process, real model; `benchmarks/mixed_load.py`.",
+        "",
+        "| requests/s | p50 | p99 | write p50 | recall p50 | errors | acknowledged writes lost |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {load['per_second']} | {load['p50_ms']} ms | {load['p99_ms']} ms | {load['write_p50_ms']} ms "
+        f"| {load['recall_p50_ms']} ms | {load['errors']} | {load['lost_writes']} of {load['acknowledged_writes']} |",
+        "",
+        "Where the server's busy time went (py-spy samples of the server process"
+        + (")" if load["stages"] else "; py-spy not installed, so no breakdown)"),
+        "",
+        *[f"- {name}: {share:.0%}" for name, share in load["stages"]],
         "",
         "## Lambda handlers: cold import (best of 3, fresh interpreter) and package size (zipped)",
         "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,26 +69,33 @@ class Api:
         return self.request("DELETE", path, **kw)
 
 
-@pytest.fixture
-def api(tmp_path, minilm) -> Iterator[Api]:
-    service = build_local_service(Settings(data_dir=tmp_path / "e2e-data"), embedder=minilm)
-    functions.api.set_service(service)
-    tokens = TokenBook(parse_tokens(TOKEN_SPEC), "test")
-    server = create_server("127.0.0.1", 0, tokens, functions.api.handler)
+@contextmanager
+def serving(service: MemoryService | None, token_spec: str) -> Iterator[str]:
+    """The real HTTP server and Lambda handler in a thread of this process, in front of
+    ``service`` (None: the caller sets the service itself); yields the base URL."""
+    if service is not None:
+        functions.api.set_service(service)
+    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(token_spec), "test"), functions.api.handler)
     thread = threading.Thread(target=server.serve_forever, name="episodic-e2e-server", daemon=True)
     thread.start()
     host, port = server.server_address[:2]
-    client = httpx.Client(base_url=f"http://{host}:{port}", timeout=60.0)
     try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        if service is not None:
+            functions.api.set_service(None)
+            service.store.close()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def api(tmp_path, minilm) -> Iterator[Api]:
+    service = build_local_service(Settings(data_dir=tmp_path / "e2e-data"), embedder=minilm)
+    with serving(service, TOKEN_SPEC) as base_url, httpx.Client(base_url=base_url, timeout=60.0) as client:
         yield Api(
             http=client,
             tokens={"agent": AGENT_TOKEN, "operator": OPERATOR_TOKEN, "globex": GLOBEX_TOKEN},
             service=service,
         )
-    finally:
-        client.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        functions.api.set_service(None)
-        service.store.close()  # type: ignore[attr-defined]

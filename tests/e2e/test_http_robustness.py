@@ -16,12 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-import functions.api
 from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.server import create_server
-from episodic.adapters.local.tokens import TokenBook, parse_tokens
 from episodic.settings import Settings
-from tests.e2e.conftest import AGENT_TOKEN, GLOBEX_TOKEN, TOKEN_SPEC
+from tests.e2e.conftest import AGENT_TOKEN, GLOBEX_TOKEN, TOKEN_SPEC, serving
 from tests.support.doubles import HashingTestEmbedder
 
 
@@ -112,17 +109,8 @@ def fast_server(tmp_path) -> Iterator[str]:
     """The real server and handler over SQLite with the hashing test double for embeddings: the
     race below needs many requests in flight, not the real model."""
     service = build_local_service(Settings(data_dir=tmp_path / "race"), embedder=HashingTestEmbedder())
-    functions.api.set_service(service)
-    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), functions.api.handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        functions.api.set_service(None)
-        service.store.close()  # type: ignore[attr-defined]
+    with serving(service, TOKEN_SPEC) as base_url:
+        yield base_url
 
 
 @pytest.mark.parametrize("requests", [6000, pytest.param(20000, marks=pytest.mark.fuzz)])

@@ -32,10 +32,8 @@ which runs many more, larger worlds.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,45 +43,20 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functions.api
 from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.server import create_server
 from episodic.adapters.local.summariser import ExtractiveSummariser
-from episodic.adapters.local.tokens import TokenBook, parse_tokens
 from episodic.service import MemoryService
 from episodic.settings import Settings
+from tests.e2e.conftest import serving
+from tests.support.fuzzing import FUZZ_SELECTED
 
 pytestmark = pytest.mark.slow
 
-# ---------------------------------------------------------------------------- tiers
-
-# Shrinking replays whole worlds through the real model (minutes per step): failures name the
-# exact request instead, and print_blob gives the @reproduce_failure line for the world.
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
-settings.register_profile(
-    "e2e-default",
-    derandomize=True,
-    database=None,
-    phases=NO_SHRINK,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
-settings.register_profile(
-    "fuzz",
-    derandomize=False,
-    database=None,
-    phases=NO_SHRINK,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
-PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "e2e-default")
-settings.load_profile(PROFILE)
-FUZZ_SELECTED = PROFILE == "fuzz"
+# ---------------------------------------------------------------------------- tiers (tests/support/fuzzing.py)
 
 DEFAULT_WORLDS, DEFAULT_READS = 3, 600
 FUZZ_WORLDS, FUZZ_READS = 40, 1_500
@@ -128,21 +101,12 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, minilm) -> Iterator[Server]:
-    tokens = TokenBook(parse_tokens(TOKEN_SPEC), "isolation-test")
-    http_server = create_server("127.0.0.1", 0, tokens, functions.api.handler)
-    thread = threading.Thread(target=http_server.serve_forever, name="episodic-isolation", daemon=True)
-    thread.start()
-    host, port = http_server.server_address[:2]
-    client = httpx.Client(base_url=f"http://{host}:{port}", timeout=60.0)
-    state = Server(http=client, root=tmp_path_factory.mktemp("isolation"), minilm=minilm)
-    try:
-        yield state
-    finally:
-        state.close_service()
-        client.close()
-        http_server.shutdown()
-        http_server.server_close()
-        thread.join(timeout=10)
+    with serving(None, TOKEN_SPEC) as base_url, httpx.Client(base_url=base_url, timeout=60.0) as client:
+        state = Server(http=client, root=tmp_path_factory.mktemp("isolation"), minilm=minilm)
+        try:
+            yield state
+        finally:
+            state.close_service()
 
 
 # ---------------------------------------------------------------------------- the world

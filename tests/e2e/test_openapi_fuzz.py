@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ import httpx
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -52,39 +50,15 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-import functions.api
 from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.server import create_server
-from episodic.adapters.local.tokens import TokenBook, parse_tokens
 from episodic.service import MemoryService
 from episodic.settings import Settings
+from tests.e2e.conftest import serving
+from tests.support.fuzzing import FUZZ_SELECTED
 
 pytestmark = pytest.mark.slow
 
-# ---------------------------------------------------------------------------- tiers
-
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # failures are collected, not shrunk
-settings.register_profile(
-    "e2e-default",
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=True,
-    phases=NO_SHRINK,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
-settings.register_profile(
-    "fuzz",
-    derandomize=False,
-    database=None,
-    deadline=None,
-    print_blob=True,
-    phases=NO_SHRINK,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
-PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "e2e-default")
-settings.load_profile(PROFILE)
-FUZZ_SELECTED = PROFILE == "fuzz"
+# ---------------------------------------------------------------------------- tiers (tests/support/fuzzing.py)
 
 DEFAULT_CASES_PER_ROLE = 80
 FUZZ_CASES_PER_ROLE = 600
@@ -130,26 +104,12 @@ def seed_episodes(target: Target, count: int = 6) -> None:
 @pytest.fixture(scope="module")
 def target(tmp_path_factory, minilm) -> Iterator[Target]:
     service = build_local_service(Settings(data_dir=tmp_path_factory.mktemp("openapi-fuzz") / "data"), embedder=minilm)
-    functions.api.set_service(service)
-    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "fuzz-test"), functions.api.handler)
-    thread = threading.Thread(target=server.serve_forever, name="episodic-openapi-fuzz", daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    base_url = f"http://{host}:{port}"
-    http = httpx.Client(base_url=base_url, timeout=60.0)
-    try:
+    with serving(service, TOKEN_SPEC) as base_url, httpx.Client(base_url=base_url, timeout=60.0) as http:
         document = http.get("/v1/swagger", params={"format": "json"})
         assert document.status_code == 200, document.text
         state = Target(base_url=base_url, http=http, service=service, document=document.json())
         seed_episodes(state)
         yield state
-    finally:
-        http.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        functions.api.set_service(None)
-        service.store.close()  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------- the schema-driven run
