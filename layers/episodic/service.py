@@ -82,7 +82,6 @@ from episodic.ports import (
     TimelineStore,
     Vector,
 )
-from episodic.pseudonyms import actor_pseudonym
 from episodic.query import hinted_actors, interpret
 from episodic.ranking import Ranker
 from episodic.retention import retention_score
@@ -229,11 +228,11 @@ class MemoryService:
         """Same key and body: the first result again, nothing new stored. Same key, other body: 409.
 
         Every item carries its own idempotency record, committed atomically with that item's
-        writes (a batch item's key is the request key plus its position). Keys are stored
-        hashed: a caller may put anything in one, an actor's name included, and the record
-        outlives an erasure of that actor. A retry after a
+        writes (a batch item's key is the request key plus its position). A retry after a
         crash mid-batch therefore replays what was done and writes only what was not, on
-        any backend, without needing one transaction for the whole batch.
+        any backend, without needing one transaction for the whole batch. Keys are stored
+        hashed: a caller may put anything in one, an actor's name included, and the record
+        outlives an erasure of that actor.
         """
         self._check_writes(caller)
         for proposal in proposals:
@@ -586,7 +585,7 @@ class MemoryService:
             occurred_before=ep.occurred_at + window,
         )
         nearby, _ = self.store.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
-        same = [e for e in nearby if e.session_id == ep.session_id or e.event_id == ep.event_id]
+        same = [e for e in nearby if e.session_id == ep.session_id]
         at = next((i for i, e in enumerate(same) if e.event_id == ep.event_id), None)
         if at is None:
             return item
@@ -793,7 +792,7 @@ class MemoryService:
             privacy_class=digest_privacy(sources),
             retention=Retention(expires_at=min(expiries) if expiries else None),
         )
-        key = f"digest:{actor_pseudonym(tenant_id, actor_id)}:{window_end.isoformat()}"
+        key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
         return self.remember(caller, proposal, idempotency_key=key)
 
     def summarise(self, summariser: Summariser) -> list[dict[str, Any]]:

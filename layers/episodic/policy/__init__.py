@@ -106,7 +106,7 @@ class WritePolicy:
         stored, provenance_notes = backed_claims(cleaned.proposal, caller)
         notes = [*provenance_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
         instruction_kinds = {kind for _, kind in _instruction_findings(stored)}
-        deny = self._deny_reasons(cleaned.proposal, stored, caller, now, instruction_kinds)
+        deny = self._deny_reasons(stored, caller, now, instruction_kinds)
         review = self._review_reasons(stored, caller, superseded, instruction_kinds)
         if deny:
             decision = Decision.DENY
@@ -123,14 +123,10 @@ class WritePolicy:
             decision=decision, reasons=reasons, policy_version=self.version, redactions=redactions or []
         )
 
-    def _deny_reasons(
-        self, claimed: EpisodeProposal, p: EpisodeProposal, caller: Caller, now: datetime, instruction_kinds: set[str]
-    ) -> list[str]:
-        """``claimed`` is the proposal as sent (for the claims it makes), ``p`` as it would be stored."""
+    def _deny_reasons(self, p: EpisodeProposal, caller: Caller, now: datetime, found: set[str]) -> list[str]:
         reasons = []
-        claims_operator = (
-            claimed.proposed_by is ProposedBy.OPERATOR or claimed.source_trust is SourceTrust.OPERATOR_ENTERED
-        )
+        # Operator claims survive backed_claims untouched, so that they can be refused here.
+        claims_operator = p.proposed_by is ProposedBy.OPERATOR or p.source_trust is SourceTrust.OPERATOR_ENTERED
         if claims_operator and not caller.is_operator:
             reasons.append("unverified_operator_claim")
         if p.privacy_class is PrivacyClass.SENSITIVE:
@@ -146,7 +142,7 @@ class WritePolicy:
             reasons.append("approval_without_resource")
         # Instruction-like text is a security event a human should see, even when it is short
         # enough to look like chatter: it goes to review, not to the chatter denial.
-        if not instruction_kinds and self._is_chatter(p):
+        if not found and self._is_chatter(p):
             reasons.append("not_memorable")
         return reasons
 
