@@ -66,7 +66,7 @@ def main() -> int:
         for p in single:
             service.remember(caller, p)
         single_rate = len(single) / (time.perf_counter() - t0)
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()
     print(f"episodes: {args.episodes}")
     print(f"  model alone, one batch      {model_rate:8.1f} texts/s")
     share = batch_rate / model_rate

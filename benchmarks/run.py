@@ -104,7 +104,7 @@ def write_throughput(count: int) -> dict[str, float]:
             for start in range(0, count, 100):
                 service.remember_batch(caller, batch[start : start + 100])
             rates[label] = count / (time.perf_counter() - t0)
-            service.store.close()  # type: ignore[attr-defined]
+            service.close()
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -162,7 +162,7 @@ def api_latency(requests: int) -> dict[str, float]:
         server.shutdown()
         server.server_close()
         api.set_service(None)
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()
     return {
         f"{kind}_{q}_ms": statistics.quantiles(values, n=100)[p - 1] if len(values) > 2 else max(values)
         for kind, values in timings.items()

@@ -35,6 +35,7 @@ from episodic.model import (
     RecallRequest,
     RecallResponse,
     RememberResult,
+    ReviewStatus,
     ReviewView,
     Status,
     TimelinePage,
@@ -329,7 +330,7 @@ class ReviewList(CamelModel):
 
 @app.get("/v1/reviews", responses=errors(401, 403, 422), summary="The review queue (operator)")
 def get_reviews(
-    status: Annotated[Literal["pending", "approved", "denied", "expired"] | None, Query()] = "pending",
+    status: Annotated[ReviewStatus | None, Query()] = ReviewStatus.PENDING,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ReviewList:
     return ReviewList(items=get_service().list_reviews(current_caller(), status, limit))

@@ -35,7 +35,7 @@ def local_service(tmp_path, minilm, clock) -> Iterator[MemoryService]:
     """The real local backend (SQLite + folder archive + MiniLM) on a fresh data dir."""
     service = build_local_service(Settings(data_dir=tmp_path / "data"), embedder=minilm, clock=clock)
     yield service
-    service.store.close()  # type: ignore[attr-defined]
+    service.close()
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def service(request, tmp_path, minilm, clock) -> Iterator[MemoryService]:
     if request.param == "local":
         svc = build_local_service(Settings(data_dir=tmp_path / "data"), embedder=minilm, clock=clock)
         yield svc
-        svc.store.close()  # type: ignore[attr-defined]
+        svc.close()
     else:
         from episodic.adapters.aws.bootstrap import build_aws_service
 

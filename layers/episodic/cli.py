@@ -69,7 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         scheduler.stop()
         server.server_close()
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()
     return 0
 
 
@@ -93,7 +93,7 @@ def _summarize(args: argparse.Namespace) -> int:
         state = "FAILED " + o["error"] if o.get("failed") else f"{o['decision']} {o.get('eventId') or ''}"
         print(f"  {o['tenantId']}/{o['actorId']}: {o['events']} events -> {state}")
     print(f"done: {len(outcomes)} actor(s)")
-    service.store.close()
+    service.close()
     return 0
 
 
@@ -110,7 +110,7 @@ def _forget(args: argparse.Namespace) -> int:
         if cursor is None:
             break
     print(f"done: {verb} {total} episode(s)")
-    service.store.close()
+    service.close()
     return 0
 
 
@@ -121,7 +121,7 @@ def _reembed(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, progress=lambda n: print(f"\r  {n} episodes", end="", flush=True)
     )
     print(f"\rdone: {done} episodes re-embedded")
-    service.store.close()  # type: ignore[attr-defined]
+    service.close()
     return 0
 
 
@@ -163,7 +163,7 @@ def _eval(args: argparse.Namespace) -> int:
         service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
         service.notifier = LogReviewNotifier(Logger(service="episodic-review", level="WARNING"))  # a quiet table
         metrics = run_suite(service, clock, suite)
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()
     thresholds_path = Path(args.thresholds or suite / "thresholds.json")
     thresholds = json.loads(thresholds_path.read_text()) if thresholds_path.exists() else {}
     failures = check_thresholds(metrics, thresholds)

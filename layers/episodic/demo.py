@@ -185,4 +185,4 @@ def run_demo(data_dir: Path | None = None) -> int:
         server.shutdown()
         server.server_close()
         api.set_service(None)
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()

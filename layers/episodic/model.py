@@ -119,6 +119,13 @@ class Role(StrEnum):
     OPERATOR = "operator"
 
 
+class ReviewStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+
+
 class Decision(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
@@ -427,7 +434,7 @@ class Review(CamelModel):
     review_id: str
     tenant_id: str
     event_id: str
-    status: str  # pending | approved | denied | expired
+    status: ReviewStatus
     reasons: list[str]
     policy_version: str
     requested_at: UtcDatetime

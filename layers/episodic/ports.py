@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from episodic.model import AuditRecord, Episode, EventType, PrivacyClass, Review, Status
+from episodic.model import AuditRecord, Episode, EventType, PrivacyClass, Review, ReviewStatus, Status
 from episodic.ranking import Candidate
 
 Vector = Sequence[float]
@@ -71,7 +71,7 @@ class ReviewChange:
     """Closes a review; applies only if it is still pending."""
 
     review_id: str
-    status: str
+    status: ReviewStatus
     decided_at: datetime
     reviewer: str
     note: str | None
@@ -173,7 +173,7 @@ class TimelineStore(Protocol):
 
     def get_review(self, tenant_id: str, review_id: str) -> Review | None: ...
 
-    def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]: ...
+    def list_reviews(self, tenant_id: str, status: ReviewStatus | None, limit: int) -> list[Review]: ...
 
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
         """Pending reviews of every tenant requested before ``before`` (for the timeout sweep)."""

@@ -157,3 +157,12 @@ def test_given_an_expired_digest_when_a_source_is_erased_then_no_copy_of_the_dig
     for event_id in sources[1:]:
         service.erase(OPERATOR, event_id)
     assert not service.archive.contains("acme", digest)
+
+
+def test_given_an_empty_actor_id_when_an_agent_lists_the_timeline_then_private_episodes_stay_hidden(service):
+    service.remember(
+        AGENT, proposal(actorId="cust-ivo", privacyClass="private", summary="Ivo's PIN reset was approved")
+    )
+    public = service.remember(AGENT, proposal(actorId="cust-ivo", summary="Ivo asked for paper invoices"))
+    listed = service.timeline(AGENT, actor_id="")  # ?actorId= : names no actor, so admits no private class
+    assert [e.event_id for e in listed.items] == [public.event_id]

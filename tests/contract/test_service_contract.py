@@ -14,7 +14,7 @@ from episodic.errors import (
     WritesDisabledError,
 )
 from episodic.model import Decision, RecallRequest, Status
-from episodic.service import stored_idempotency_key
+from episodic.usecases.idempotency import stored_idempotency_key
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 

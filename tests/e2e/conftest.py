@@ -87,7 +87,7 @@ def serving(service: MemoryService | None, token_spec: str) -> Iterator[str]:
         thread.join(timeout=10)
         if service is not None:
             functions.api.set_service(None)
-            service.store.close()  # type: ignore[attr-defined]
+            service.close()
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act
     old = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now - timedelta(days=60)))
     stale = old.remember(AGENT, proposal(summary="Vending machine on floor 2 was restocked", importance=0.05,
                                          occurredAt=(now - timedelta(days=60)).isoformat()))  # fmt: skip
-    old.store.close()
+    old.close()
     fresh = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now))
     for n in range(6):
         fresh.remember(AGENT, proposal(summary=f"Backup job {n} copied {n + 3} GB to the vault", actorId="backup-bot",
                                        occurredAt=(now - timedelta(hours=n + 1)).isoformat()))  # fmt: skip
-    fresh.store.close()
+    fresh.close()
 
     assert main(["forget", "--dry-run", "--data-dir", str(data)]) == 0
     assert f"would archive {stale.event_id}" in capsys.readouterr().out

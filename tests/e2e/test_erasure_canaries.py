@@ -296,7 +296,7 @@ def decay_now(data: Path, minilm: Any) -> list[str]:
             if cursor is None:
                 return archived
     finally:
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()
 
 
 def summarize(data: Path) -> str:

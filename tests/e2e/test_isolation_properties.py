@@ -91,7 +91,7 @@ class Server:
     def close_service(self) -> None:
         if self.service is not None:
             functions.api.set_service(None)
-            self.service.store.close()  # type: ignore[attr-defined]
+            self.service.close()
             self.service = None
 
     def call(self, tenant: str, role: str, method: str, path: str, **kw: Any) -> httpx.Response:

@@ -14,7 +14,7 @@ def test_given_the_labelled_suite_when_evaluated_then_no_metric_regresses(tmp_pa
     clock = ManualClock(SUITE_NOW)
     service = build_local_service(Settings(data_dir=tmp_path / "data"), embedder=minilm, clock=clock)
     metrics = run_suite(service, clock, SUITE)
-    service.store.close()
+    service.close()
     thresholds = json.loads((SUITE / "thresholds.json").read_text())
     print(json.dumps({k: v for k, v in metrics.items() if not k.startswith("_")}, indent=1))
     assert check_thresholds(metrics, thresholds) == [], metrics.get("_wrong_decisions")

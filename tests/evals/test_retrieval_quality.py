@@ -27,7 +27,7 @@ def evaluated(tmp_path_factory, minilm):
     )
     keys = load_episodes(service, AGENT, episodes)
     results = evaluate_retrieval(service, AGENT, queries, keys, k=10)
-    service.store.close()
+    service.close()
     print("\n" + format_table(results))
     return episodes, queries, results
 

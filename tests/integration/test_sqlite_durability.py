@@ -121,11 +121,11 @@ def test_given_a_restart_when_the_service_reopens_the_data_dir_then_memories_are
     settings = Settings(data_dir=tmp_path / "data")
     first = build_local_service(settings, embedder=minilm, clock=clock)
     written = first.remember(AGENT, proposal(summary="The staging database password rotates every 30 days"))
-    first.store.close()
+    first.close()
     second = build_local_service(settings, embedder=minilm, clock=clock)
     items = second.recall(AGENT, RecallRequest(query="when does the password rotate", actor_id="user-1")).items
     assert [i.episode.event_id for i in items] == [written.event_id]
-    second.store.close()
+    second.close()
 
 
 def test_given_an_archived_record_when_read_then_it_is_compressed_json_with_the_episode(local_service, clock):

@@ -45,7 +45,7 @@ from episodic.adapters.aws import tables as t
 from episodic.adapters.cursors import decode_cursor, encode_cursor
 from episodic.digests import digestible
 from episodic.errors import ConflictError, InvalidRequestError, StorageError
-from episodic.model import AuditRecord, Episode, Review
+from episodic.model import AuditRecord, Episode, Review, ReviewStatus
 from episodic.ports import (
     AuditQuery,
     Changes,
@@ -57,7 +57,7 @@ from episodic.ports import (
 )
 
 MAX_TRANSACTION_ITEMS = 100
-REVIEW_STATUSES = ("pending", "approved", "denied", "expired")
+REVIEW_STATUSES = tuple(ReviewStatus)
 
 TRANSACTION_ATTEMPTS = 3
 TRANSIENT_CANCELLATIONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
@@ -325,7 +325,7 @@ class DynamoTimelineStore:
             "gsi1pk": f"{review.tenant_id}#RVS#{review.status}",
             "gsi1sk": f"{requested}#{review.review_id}",
         }
-        if review.status == "pending":
+        if review.status is ReviewStatus.PENDING:
             attributes.update(gsi5pk="PENDING", gsi5sk=f"{requested}#{review.tenant_id}#{review.review_id}")
         return attributes
 
@@ -647,7 +647,7 @@ class DynamoTimelineStore:
         return _review(item) if item else None
 
     @_storage_errors("read")
-    def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]:
+    def list_reviews(self, tenant_id: str, status: ReviewStatus | None, limit: int) -> list[Review]:
         reviews: list[Review] = []
         for state in [status] if status else REVIEW_STATUSES:
             query = {

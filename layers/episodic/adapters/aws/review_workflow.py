@@ -22,7 +22,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
-from episodic.model import Episode, Review
+from episodic.model import Episode, Review, ReviewStatus
 
 STALE_TOKEN_ERRORS = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
 
@@ -76,7 +76,7 @@ class StepFunctionsReviewWorkflow:
 def complete_task(client: Any, token: str, review: Review) -> None:
     """Finish the waiting task according to the review's outcome; a stale token is fine."""
     try:
-        if review.status == "approved":
+        if review.status is ReviewStatus.APPROVED:
             output = {"decision": "approve", "reviewer": review.reviewer, "reviewId": review.review_id}
             client.send_task_success(taskToken=token, output=json.dumps(output))
         else:

@@ -28,4 +28,5 @@ def build_local_service(
         settings=settings,
         clock=clock,
         backend="local-sqlite",
+        closers=[store.close],
     )

@@ -34,7 +34,7 @@ import numpy as np
 from episodic.adapters.cursors import decode_cursor, encode_cursor
 from episodic.adapters.local.vectors import DEFAULT_ANN_THRESHOLD, VectorSearch
 from episodic.errors import ConflictError, StorageError
-from episodic.model import AuditRecord, Episode, Review, Status
+from episodic.model import AuditRecord, Episode, Review, ReviewStatus, Status
 from episodic.ports import AuditQuery, Changes, IdempotencyRecord, RecallCandidates, Scope, TimelineQuery, Vector
 from episodic.ranking import Candidate
 
@@ -559,7 +559,7 @@ class SqliteStore:
         row = self._one("SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id))
         return Review.model_validate_json(row[0]) if row else None
 
-    def list_reviews(self, tenant_id: str, status: str | None, limit: int) -> list[Review]:
+    def list_reviews(self, tenant_id: str, status: ReviewStatus | None, limit: int) -> list[Review]:
         sql = "SELECT doc FROM reviews WHERE tenant_id = ?"
         params: list[Any] = [tenant_id]
         if status:

@@ -1,0 +1,150 @@
+"""Forgetting that keeps a way back: retention expiry into the cold archive, relevance decay
+(archived, out of default recall), and restore on an operator's explicit request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from episodic.errors import ConflictError, InvalidRequestError, NotFoundError
+from episodic.expiry import archived_on_expiry, content_hash, expiry_detail
+from episodic.model import Caller, Episode, Role, Status
+from episodic.ports import Changes, NewEpisode, StatsChange, StatusChange
+from episodic.retention import retention_score
+from episodic.usecases.deps import Deps, require_operator
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    examined: int
+    archived: list[str]
+    dry_run: bool
+    next_cursor: str | None
+
+
+class Archival:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def expire(self, now: datetime, limit: int) -> int:
+        """Move episodes whose retention has passed to the cold archive (a digest is only audited,
+        see :mod:`episodic.expiry`); returns how many. In AWS, TTL and the stream processor do this."""
+        deps = self.deps
+        expired = 0
+        for episode in deps.store.expired_episodes(now, limit):
+            key = deps.archive.put(episode, "retention_expired", now) if archived_on_expiry(episode) else None
+            system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:sweep")
+            audit = deps.audit(system, "episode.expired", now, episode.event_id, None, **expiry_detail(episode, key))
+            try:
+                deps.store.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id], audit=[audit]))
+                expired += 1
+            except ConflictError:
+                continue
+        return expired
+
+    def forget(self, *, dry_run: bool = False, cursor: str | None = None, page_size: int = 500) -> ForgetReport:
+        """Archive episodes whose retention score fell below the threshold and that nobody
+        recalled for ``decay_idle_days``: a copy goes to cold storage with an audit record
+        (when, why, what -- a hash, never the text), the episode leaves default recall as
+        ``archived`` and can be listed (timeline ``status=archived``) and restored.
+
+        Works a page at a time; ``ForgetReport.next_cursor`` resumes. ``dry_run`` only lists.
+        """
+        deps = self.deps
+        now = deps.clock.now()
+        idle_cutoff = now - timedelta(days=deps.settings.decay_idle_days)
+        episodes, next_cursor = deps.store.active_page(cursor, page_size)
+        chosen: list[tuple[Episode, float]] = []
+        for episode in episodes:
+            score = retention_score(episode, now, deps.settings.tag_weights)
+            last_seen = episode.last_accessed_at or episode.recorded_at
+            if score < deps.settings.decay_threshold and last_seen <= idle_cutoff:
+                chosen.append((episode, score))
+        if dry_run:
+            return ForgetReport(examined=len(episodes), archived=[e.event_id for e, _ in chosen], dry_run=True,
+                                next_cursor=next_cursor)  # fmt: skip
+        archived = []
+        for episode, score in chosen:
+            key = deps.archive.put(episode, "relevance_decay", now)
+            system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:decay-sweep")
+            audit = deps.audit(
+                system, "episode.archived", now, episode.event_id, None, reason="relevance_decay",
+                retentionScore=score, archiveKey=key, contentHash=content_hash(episode),
+                lastAccessedAt=(episode.last_accessed_at or episode.recorded_at).isoformat(),
+            )  # fmt: skip
+            try:
+                deps.store.apply(
+                    Changes(
+                        tenant_id=episode.tenant_id,
+                        status=[StatusChange(episode.event_id, Status.ACTIVE, Status.ARCHIVED)],
+                        stats=[StatsChange(episode.event_id, episode.feedback_score, episode.feedback_count, score)],
+                        audit=[audit],
+                    )
+                )
+                archived.append(episode.event_id)
+            except ConflictError:
+                deps.archive.delete_events(episode.tenant_id, [episode.event_id])  # changed meanwhile: keep it
+        return ForgetReport(examined=len(episodes), archived=archived, dry_run=False, next_cursor=next_cursor)
+
+    def restore(self, caller: Caller, event_id: str, expires_at: datetime | None = None) -> Episode:
+        """Bring an archived episode back to the timeline, on an operator's explicit request.
+
+        The episode returns ``active`` and is re-embedded (vectors are not archived); one whose
+        retention has passed needs a new ``expiresAt``, or it would be forgotten again at once.
+        The archive copy is removed once the episode is back, so no second copy lingers; if that
+        removal failed, asking again finishes it (the episode is back already: only the copy goes).
+        """
+        require_operator(caller)
+        deps = self.deps
+        now = deps.clock.now()
+        held = deps.store.get(caller.tenant_id, event_id)
+        if held is not None and held.status is Status.ARCHIVED:
+            return self._unarchive(caller, held, now)
+        if held is not None and deps.archive.contains(caller.tenant_id, event_id):
+            deps.archive.delete_events(caller.tenant_id, [event_id])
+            return held
+        record = deps.archive.get(caller.tenant_id, event_id)
+        if record is None:
+            raise NotFoundError(f"no archived episode {event_id}")
+        episode = Episode.model_validate(record["episode"])
+        retention = episode.retention
+        if expires_at is not None:
+            if expires_at <= now:
+                raise InvalidRequestError("expiresAt must be in the future")
+            retention = retention.model_copy(update={"expires_at": expires_at})
+        elif episode.is_expired(now):
+            raise ConflictError("this episode's retention has passed; restore it with a new expiresAt")
+        episode = episode.model_copy(update={"status": Status.ACTIVE, "retention": retention})
+        vector = deps.embedder.embed([episode.search_text()])[0]
+        audit = deps.audit(
+            caller,
+            "episode.restored",
+            now,
+            event_id,
+            None,
+            archivedReason=record.get("reason"),
+            expiresAt=retention.expires_at.isoformat() if retention.expires_at else None,
+        )
+        deps.store.apply(
+            Changes(
+                tenant_id=caller.tenant_id,
+                put=[NewEpisode(episode=episode, vector=vector, embedder=deps.embedder.name)],
+                audit=[audit],
+            )
+        )
+        deps.archive.delete_events(caller.tenant_id, [event_id])
+        return episode
+
+    def _unarchive(self, caller: Caller, episode: Episode, now: datetime) -> Episode:
+        """An episode archived by relevance decay goes back to ``active`` where it stands."""
+        deps = self.deps
+        audit = deps.audit(caller, "episode.restored", now, episode.event_id, None, archivedReason="relevance_decay")
+        deps.store.apply(
+            Changes(
+                tenant_id=caller.tenant_id,
+                status=[StatusChange(episode.event_id, Status.ARCHIVED, Status.ACTIVE)],
+                audit=[audit],
+            )
+        )
+        deps.archive.delete_events(caller.tenant_id, [episode.event_id])
+        return episode.model_copy(update={"status": Status.ACTIVE})

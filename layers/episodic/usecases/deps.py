@@ -1,0 +1,100 @@
+"""What every use case shares: the ports, the settings, the policy, the clock, the ids, and
+the two helpers every one of them needs (building an audit record, requiring an operator)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ulid import ULID
+
+from episodic.errors import ForbiddenError, NotFoundError
+from episodic.model import AuditRecord, Caller, Episode, PolicyDecision
+from episodic.policy import WritePolicy
+from episodic.ports import ColdArchive, Embedder, RecallIndex, ReviewNotifier, TimelineStore
+from episodic.ranking import Ranker
+from episodic.settings import Settings
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class MonotonicIds:
+    """ULIDs that sort in creation order, even within one millisecond.
+
+    The audit log and the timelines order by id; plain ULIDs made in the same millisecond
+    sort randomly, so an id that would not sort after the previous one is the previous + 1.
+    One generator per service (and all its use cases)."""
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, now: datetime) -> str:
+        candidate = int(ULID.from_datetime(now))
+        with self._lock:
+            self._last = max(candidate, self._last + 1)
+            return str(ULID.from_int(self._last))
+
+
+def hash_text(value: str) -> str:
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
+
+
+@dataclass
+class Deps:
+    store: TimelineStore
+    index: RecallIndex
+    archive: ColdArchive
+    embedder: Embedder
+    notifier: ReviewNotifier
+    settings: Settings
+    policy: WritePolicy
+    clock: Any  # episodic.ports.Clock
+    ranker: Ranker
+    backend: str = "custom"
+    ids: MonotonicIds = field(default_factory=MonotonicIds)
+
+    def audit(
+        self,
+        caller: Caller,
+        action: str,
+        now: datetime,
+        event_id: str | None,
+        decision: PolicyDecision | None,
+        **detail: Any,
+    ) -> AuditRecord:
+        """An audit record of ``action`` by ``caller``: ids, reason codes and hashes only."""
+        return AuditRecord(
+            audit_id=self.ids(now),
+            tenant_id=caller.tenant_id,
+            at=now,
+            action=action,
+            principal_id=caller.principal_id,
+            event_id=event_id,
+            reasons=decision.reasons if decision else [],
+            policy_version=decision.policy_version if decision else self.policy.version,
+            detail={k: v for k, v in detail.items() if v is not None}
+            | (
+                {"redactions": [r.to_json_dict() for r in decision.redactions]}
+                if decision and decision.redactions
+                else {}
+            ),
+        )
+
+    def visible(self, caller: Caller, event_id: str) -> Episode:
+        """The caller's tenant's episode, unexpired; anything else is not found."""
+        episode = self.store.get(caller.tenant_id, event_id)
+        if episode is None or episode.is_expired(self.clock.now()):
+            raise NotFoundError(f"no episode {event_id}")
+        return episode
+
+
+def require_operator(caller: Caller) -> None:
+    if not caller.is_operator:
+        raise ForbiddenError("this operation needs the operator role")

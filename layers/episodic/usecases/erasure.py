@@ -1,0 +1,84 @@
+"""Erasure on request: an episode, or everything about an actor, removed everywhere -- the
+cold archive, the timeline, the index and the digests that cite it -- leaving tombstones
+with a content hash, never the text."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from episodic.errors import ForbiddenError, NotFoundError
+from episodic.expiry import content_hash
+from episodic.model import Caller
+from episodic.ports import Changes
+from episodic.usecases.deps import Deps, hash_text, require_operator
+
+
+class Erasure:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self._lock = threading.Lock()
+
+    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Erase one episode everywhere, and the summaries that cite it; leave tombstones."""
+        deps = self.deps
+        episode = deps.store.get(caller.tenant_id, event_id)
+        archived = episode is None and deps.archive.contains(caller.tenant_id, event_id)
+        if episode is None and not archived:
+            raise NotFoundError(f"no episode {event_id}")
+        if episode is not None and not episode.retention.delete_on_request and not caller.is_operator:
+            raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
+        return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
+
+    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Erase everything about an actor: timeline, index, archive, derived summaries."""
+        require_operator(caller)
+        deps = self.deps
+        ids = deps.store.event_ids_of_actor(caller.tenant_id, actor_id)
+        archived = deps.archive.delete_actor(caller.tenant_id, actor_id)  # copies first: see _erase_ids
+        result = self._erase_ids(caller, ids, reason or "actor_erasure_requested", scope="actor")
+        now = deps.clock.now()
+        erased = deps.audit(
+            caller,
+            "actor.erased",
+            now,
+            None,
+            None,
+            actorHash=hash_text(f"{caller.tenant_id}/{actor_id}"),
+            erasedEpisodes=len(result["erased"]),
+            archivedRecordsDeleted=archived,
+        )
+        deps.store.apply(Changes(tenant_id=caller.tenant_id, audit=[erased]))
+        result["archivedRecordsDeleted"] = result["archivedRecordsDeleted"] + archived
+        return result
+
+    def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> dict[str, Any]:
+        """Archive copies go first, then the timeline with its tombstones in one commit: if either
+        step fails the caller gets an error and a retry finishes the job, and no failure leaves a
+        copy of erased text behind a tombstone that says it is gone."""
+        deps = self.deps
+        with self._lock:
+            now = deps.clock.now()
+            cascade = deps.store.summaries_citing(caller.tenant_id, ids) if ids else []
+            all_ids = list(dict.fromkeys([*ids, *cascade]))
+            found = deps.store.get_many(caller.tenant_id, all_ids)
+            changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
+            for event_id in all_ids:
+                episode = found.get(event_id)
+                changes.audit.append(
+                    deps.audit(
+                        caller,
+                        "episode.erased",
+                        now,
+                        event_id,
+                        None,
+                        reason=reason,
+                        scope=scope,
+                        cascade=event_id in cascade and event_id not in ids,
+                        contentHash=content_hash(episode) if episode else None,
+                    )
+                )
+            archived = deps.archive.delete_events(caller.tenant_id, all_ids)
+            deps.store.apply(changes)
+            deps.store.compact_after_erasure()
+        return {"erased": all_ids, "cascaded": [i for i in cascade if i not in ids], "archivedRecordsDeleted": archived}

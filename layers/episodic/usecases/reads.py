@@ -1,0 +1,216 @@
+"""Reading memories: one episode, a timeline page, or a recall ranked for a query.
+
+Everything read is scoped first -- the caller's tenant always, then the filters asked for,
+status, retention and privacy -- by one :func:`scope_for`. Private and sensitive episodes are
+listed or recalled only when the read names their actor (operators may list them in
+timelines; recall feeds prompts, so it makes no exception). Everything a recall adds to its
+answer (neighbouring turns, the evidence block) is read under the recall's own scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from episodic.errors import ForbiddenError, StorageError
+from episodic.evidence import render_context
+from episodic.model import (
+    AuditRecord,
+    Caller,
+    Episode,
+    EventType,
+    NeighbourTurn,
+    PrivacyClass,
+    QueryInterpretation,
+    RecallItem,
+    RecallRequest,
+    RecallResponse,
+    Status,
+    TimelinePage,
+)
+from episodic.ports import Changes, Scope, TimelineQuery, Vector
+from episodic.query import hinted_actors, interpret
+from episodic.usecases.deps import Deps, hash_text
+
+ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
+"""Privacy classes listed or recalled only when the read is scoped to that one actor."""
+
+
+def scope_for(
+    caller: Caller,
+    now: datetime,
+    *,
+    actor_id: str | None = None,
+    project_id: str | None = None,
+    event_types: Sequence[EventType] = (),
+    tags: Sequence[str] = (),
+    occurred_after: datetime | None = None,
+    occurred_before: datetime | None = None,
+    statuses: Sequence[Status] = (Status.ACTIVE,),
+    all_privacy_for_operators: bool = True,
+) -> Scope:
+    """The one scope every read uses: the caller's tenant, the filters, and the privacy rule."""
+    # Truthiness, not None: an empty actor id (``?actorId=``) scopes to no actor, so it must not
+    # admit the private classes either.
+    sees_all = bool(actor_id) or (all_privacy_for_operators and caller.is_operator)
+    return Scope(
+        tenant_id=caller.tenant_id,
+        now=now,
+        actor_id=actor_id,
+        project_id=project_id,
+        event_types=tuple(event_types),
+        tags=tuple(t.lower() for t in tags),
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+        statuses=tuple(statuses),
+        privacy_classes=tuple(p for p in PrivacyClass if sees_all or p not in ACTOR_SCOPED_PRIVACY),
+    )
+
+
+class Reads:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def get(self, caller: Caller, event_id: str) -> Episode:
+        return self.deps.visible(caller, event_id)
+
+    def timeline(
+        self,
+        caller: Caller,
+        *,
+        actor_id: str | None = None,
+        project_id: str | None = None,
+        event_types: Sequence[EventType] = (),
+        tags: Sequence[str] = (),
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        statuses: Sequence[Status] = (Status.ACTIVE,),
+        limit: int = 50,
+        cursor: str | None = None,
+        newest_first: bool = True,
+    ) -> TimelinePage:
+        if Status.PENDING_REVIEW in statuses and not caller.is_operator:
+            raise ForbiddenError("only operators can list episodes pending review")
+        scope = scope_for(
+            caller,
+            self.deps.clock.now(),
+            actor_id=actor_id,
+            project_id=project_id,
+            event_types=event_types,
+            tags=tags,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            statuses=statuses,
+        )
+        items, next_cursor = self.deps.store.timeline(
+            TimelineQuery(scope=scope, limit=limit, cursor=cursor, newest_first=newest_first)
+        )
+        return TimelinePage(items=items, next_cursor=next_cursor)
+
+    def recall(self, caller: Caller, request: RecallRequest) -> RecallResponse:
+        """Scope first, then rank; audit what was returned to whom and count the access."""
+        deps = self.deps
+        now = deps.clock.now()
+        query = (request.query or "").strip() or None
+        reading = interpret(query, now) if query and request.interpret else None
+        after, before = request.occurred_after, request.occurred_before
+        explained = QueryInterpretation()
+        if reading is not None and reading.time_phrase and after is None and before is None:
+            after, before, query = reading.occurred_after, reading.occurred_before, reading.text
+            explained = QueryInterpretation(
+                time_phrase=reading.time_phrase, occurred_after=after, occurred_before=before
+            )
+        scope = scope_for(
+            caller,
+            now,
+            actor_id=request.actor_id,
+            project_id=request.project_id,
+            event_types=request.event_types,
+            tags=request.tags,
+            occurred_after=after,
+            occurred_before=before,
+            statuses=request.statuses,
+            all_privacy_for_operators=False,  # recall feeds prompts: no exception
+        )
+        vector, degraded = self._query_vector(query)
+        pool = max(deps.settings.recall_pool_size, request.limit)
+        found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
+        episodes = deps.store.get_many(caller.tenant_id, [c.event_id for c in found.items])
+        # The index is a projection: re-check the scope against the source of truth.
+        episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
+        ranked = deps.ranker.rank(found.items, episodes, now, has_query=query is not None, limit=len(episodes))
+        if reading is not None and request.actor_id is None:
+            hinted = hinted_actors(reading.name_tokens, {e.actor_id for e in episodes.values()})
+            if hinted:
+                # A scope hint, not a filter: the named actors' episodes first, then the rest.
+                ranked.sort(key=lambda item: item.episode.actor_id not in hinted)
+                explained = explained.model_copy(update={"actor_hints": sorted(hinted)})
+        items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked[: request.limit]]
+        recall_id = deps.ids(now)
+        returned = [item.episode.event_id for item in items]
+        audit = AuditRecord(
+            audit_id=recall_id,
+            tenant_id=caller.tenant_id,
+            at=now,
+            action="recall.served",
+            principal_id=caller.principal_id,
+            detail={
+                "eventIds": list(returned),
+                "queryHash": hash_text(query) if query else None,
+                "actorScoped": request.actor_id is not None,
+            },
+        )
+        deps.store.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
+        if returned:
+            try:
+                deps.store.record_access(caller.tenant_id, returned, now)
+            except StorageError:
+                # Access counts feed relevance decay; they are not worth failing a recall that was
+                # served and audited. The next recall of these episodes counts again.
+                degraded = (*degraded, "access_stats_not_updated")
+        return RecallResponse(
+            recall_id=recall_id,
+            items=items,
+            interpretation=explained,
+            context=render_context(items),
+            degraded=[*degraded, *found.degraded],
+        )
+
+    def _query_vector(self, query: str | None) -> tuple[Vector | None, tuple[str, ...]]:
+        """The query's embedding; when the embedder is unavailable, recall goes on by text alone
+        and says so (``semantic_unavailable``) rather than failing."""
+        if query is None:
+            return None, ()
+        try:
+            return self.deps.embedder.embed([query])[0], ()
+        except StorageError:
+            return None, ("semantic_unavailable",)
+
+    def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
+        """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
+        before and after it in the same session (same actor, within an hour), as context.
+
+        The neighbours are read under the recall's own scope -- its statuses, project and, above
+        all, its privacy rule -- narrowed to the turn's actor and hour: naming the actor here
+        must not admit the private turns an unscoped recall may not show."""
+        ep = item.episode
+        if count == 0 or ep.event_type is not EventType.CONVERSATION_TURN or not ep.session_id:
+            return item
+        window = timedelta(hours=1)
+        around = replace(
+            scope,
+            actor_id=ep.actor_id,
+            event_types=(EventType.CONVERSATION_TURN,),
+            tags=(),
+            occurred_after=ep.occurred_at - window,
+            occurred_before=ep.occurred_at + window,
+        )
+        nearby, _ = self.deps.store.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
+        same = [e for e in nearby if e.session_id == ep.session_id]
+        at = next((i for i, e in enumerate(same) if e.event_id == ep.event_id), None)
+        if at is None:
+            return item
+        chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]
+        turns = [NeighbourTurn(event_id=e.event_id, occurred_at=e.occurred_at, summary=e.summary) for e in chosen]
+        return item.model_copy(update={"neighbours": turns})

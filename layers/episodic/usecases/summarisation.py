@@ -1,0 +1,103 @@
+"""The 24-hour summarisation: a digest of at most three lines for every actor with more than
+``summary_min_events`` events in a day, written as a ``session_summary`` that cites its sources
+and passes the write policy like any write (see :mod:`episodic.digests` for what it may repeat)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from episodic.digests import digest_privacy, digestible
+from episodic.errors import InvalidRequestError
+from episodic.model import (
+    Caller,
+    Confidence,
+    EpisodeProposal,
+    EventType,
+    ProposedBy,
+    RememberResult,
+    Retention,
+    Role,
+    SourceTrust,
+)
+from episodic.ports import Summariser
+from episodic.usecases.deps import Deps
+from episodic.usecases.reads import Reads
+from episodic.usecases.writes import Writes
+
+SUMMARY_REF_PREFIX = "episode:"
+"""How a summary's sourceRefs cite the episodes it was made from (``episode:<eventId>``)."""
+
+SUMMARY_MAX_SOURCES = 50
+"""A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
+
+
+class Summarisation:
+    def __init__(self, deps: Deps, reads: Reads, writes: Writes) -> None:
+        self.deps = deps
+        self.reads = reads
+        self.writes = writes
+
+    def busy_actors(self, now: datetime) -> list[dict[str, Any]]:
+        """Actors with more than ``summary_min_events`` events in the trailing 24 hours."""
+        since = now - timedelta(hours=24)
+        busy = self.deps.store.busy_actors(since, now, self.deps.settings.summary_min_events + 1)
+        return [
+            {"tenantId": t, "actorId": a, "events": n, "windowStart": since.isoformat(), "windowEnd": now.isoformat()}
+            for t, a, n in busy
+        ]
+
+    def summarise_actor(
+        self, summariser: Summariser, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
+    ) -> RememberResult:
+        """Write a digest of one actor's window whose sourceRefs cite every event it summarises;
+        the idempotency key makes a re-run of the same window a replay, not a copy."""
+        caller = Caller(
+            tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser", provenance=ProposedBy.WORKFLOW
+        )
+        page = self.reads.timeline(
+            caller,
+            actor_id=actor_id,
+            occurred_after=window_start,
+            occurred_before=window_end,
+            limit=SUMMARY_MAX_SOURCES + 1,
+        )
+        sources = [e for e in page.items if digestible(e)][:SUMMARY_MAX_SOURCES]
+        if len(sources) <= self.deps.settings.summary_min_events:
+            raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
+        lines = summariser.summarise(sources, max_lines=3)[:3]
+        expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
+        proposal = EpisodeProposal(
+            event_type=EventType.SESSION_SUMMARY,
+            actor_id=actor_id,
+            occurred_at=max(e.occurred_at for e in sources),
+            summary="\n".join(lines),
+            source_refs=[f"{SUMMARY_REF_PREFIX}{e.event_id}" for e in sources],
+            source_trust=SourceTrust.TOOL_RESULT,
+            proposed_by=ProposedBy.WORKFLOW,
+            confidence=Confidence.MEDIUM,
+            importance=max(e.importance for e in sources),
+            tags=["digest"],
+            # A digest repeats its sources: it is as private as the most private of them and
+            # lives no longer than the first of them to expire.
+            privacy_class=digest_privacy(sources),
+            retention=Retention(expires_at=min(expiries) if expiries else None),
+        )
+        key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
+        return self.writes.remember(caller, proposal, idempotency_key=key)
+
+    def summarise(self, summariser: Summariser) -> list[dict[str, Any]]:
+        """The 24-hour summarisation, in-process: one digest per busy actor; one failure does
+        not stop the others (each outcome is reported)."""
+        outcomes = []
+        for item in self.busy_actors(self.deps.clock.now()):
+            try:
+                result = self.summarise_actor(
+                    summariser, item["tenantId"], item["actorId"],
+                    datetime.fromisoformat(item["windowStart"]), datetime.fromisoformat(item["windowEnd"]),
+                )  # fmt: skip
+                outcomes.append({**item, "decision": result.decision.value, "eventId": result.event_id,
+                                 "reasons": result.reasons})  # fmt: skip
+            except Exception as exc:  # reported per actor, like the Map state's Catch
+                outcomes.append({**item, "failed": True, "error": type(exc).__name__})
+        return outcomes
