@@ -77,19 +77,57 @@ def _table(scope: Construct, id: str, definition: dict[str, Any], **props: Any) 
 
 
 class DataStores(Construct):
+    """The customer-managed data key, the timeline and audit tables, the archive bucket and its
+    access-log bucket -- all retained -- and the only grant methods that reach them."""
+
     def __init__(self, scope: Construct, id: str, *, config: StageConfig) -> None:
         super().__init__(scope, id)
+        self.key = self._data_key(config.stage)
+        self.timeline = self._timeline(config.pitr_recovery_days)
+        self.audit = self._audit(config.pitr_recovery_days)
+        # The same deny as a policy every service role carries, so the rule is visible on the
+        # roles themselves and survives someone editing the table policy.
+        self.audit_append_only = iam.ManagedPolicy(
+            self,
+            "AuditAppendOnly",
+            description="The audit table is append-only: no update, delete, batch write or TTL",
+            statements=[
+                iam.PolicyStatement(
+                    sid="AuditIsAppendOnly",
+                    effect=iam.Effect.DENY,
+                    actions=list(AUDIT_FORBIDDEN),
+                    resources=[self.audit.table_arn, f"{self.audit.table_arn}/index/*"],
+                )
+            ],
+        )
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # S3 server access logging cannot write SSE-KMS
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=cdk.Duration.days(365))],
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.access_logs, ("AwsSolutions-S1", "This is the server-access-log bucket; logging it to itself loops.")
+        )
+        self.archive = self._archive()
+
+    def _data_key(self, stage: str) -> kms.Key:
+        """One rotating key for tables, archive, queues and logs."""
         stack = cdk.Stack.of(self)
-        self.key = kms.Key(
+        key = kms.Key(
             self,
             "DataKey",
-            description=f"episodic {config.stage}: tables, archive, queues, logs",
+            description=f"episodic {stage}: tables, archive, queues, logs",
             enable_key_rotation=True,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
         # CloudWatch Logs encrypts the service's log groups with this key (they carry tenant and
         # actor ids); the condition confines the grant to log groups of this account and region.
-        self.key.add_to_resource_policy(
+        key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
                 actions=[
@@ -113,35 +151,40 @@ class DataStores(Construct):
                 },
             )
         )
+        return key
 
+    def _protected(self, pitr_recovery_days: int) -> dict[str, Any]:
+        """What both tables share: the data key, PITR, deletion protection, retained."""
+        return {
+            "encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            "encryption_key": self.key,
+            "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True, recovery_period_in_days=pitr_recovery_days
+            ),
+            "deletion_protection": True,
+            "removal_policy": cdk.RemovalPolicy.RETAIN,
+        }
+
+    def _timeline(self, pitr_recovery_days: int) -> dynamodb.Table:
+        """Items expire by TTL on ``ttl``; the stream (new and old images) feeds ``Stream``."""
         timeline = tables.timeline_table_definition("unused")
-        self.timeline = _table(
+        return _table(
             self,
             "Timeline",
             timeline,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=self.key,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True, recovery_period_in_days=config.pitr_recovery_days
-            ),
+            **self._protected(pitr_recovery_days),
             time_to_live_attribute="ttl",
             stream=dynamodb.StreamViewType(timeline["StreamSpecification"]["StreamViewType"]),
-            deletion_protection=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        self.audit = _table(
+
+    def _audit(self, pitr_recovery_days: int) -> dynamodb.Table:
+        """Append-only for every principal, administrators included: an explicit deny in the
+        table's own policy beats any allow in an identity policy."""
+        return _table(
             self,
             "Audit",
             tables.audit_table_definition("unused"),
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=self.key,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True, recovery_period_in_days=config.pitr_recovery_days
-            ),
-            deletion_protection=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-            # Append-only for every principal, administrators included: an explicit deny in the
-            # table's own policy beats any allow in an identity policy.
+            **self._protected(pitr_recovery_days),
             resource_policy=iam.PolicyDocument(
                 statements=[
                     iam.PolicyStatement(
@@ -154,36 +197,10 @@ class DataStores(Construct):
                 ]
             ),
         )
-        # The same deny as a policy every service role carries, so the rule is visible on the
-        # roles themselves and survives someone editing the table policy.
-        self.audit_append_only = iam.ManagedPolicy(
-            self,
-            "AuditAppendOnly",
-            description="The audit table is append-only: no update, delete, batch write or TTL",
-            statements=[
-                iam.PolicyStatement(
-                    sid="AuditIsAppendOnly",
-                    effect=iam.Effect.DENY,
-                    actions=list(AUDIT_FORBIDDEN),
-                    resources=[self.audit.table_arn, f"{self.audit.table_arn}/index/*"],
-                )
-            ],
-        )
 
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # S3 server access logging cannot write SSE-KMS
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=cdk.Duration.days(365))],
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
-        acknowledge(
-            self.access_logs, ("AwsSolutions-S1", "This is the server-access-log bucket; logging it to itself loops.")
-        )
-        self.archive = s3.Bucket(
+    def _archive(self) -> s3.Bucket:
+        """Private, versioned, SSE-KMS with the data key, access-logged, colder with age."""
+        return s3.Bucket(
             self,
             "Archive",
             encryption=s3.BucketEncryption.KMS,

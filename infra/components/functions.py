@@ -3,10 +3,18 @@
 Python 3.13 on arm64 (Graviton: cheaper per GB-second), the core layer, X-Ray active tracing,
 JSON logs into a log group of its own with a retention and the data key, and a role of its
 own that starts empty: no managed policies (``AWSLambdaBasicExecutionRole`` would allow
-writing to every log group), only what the stack grants it afterwards.
+writing to every log group), only what the construct that owns the function grants it.
+
+``FunctionFactory`` carries what every function shares (code, key, retention, the audit deny
+and the service environment), so each concern construct states only what is its own: handler,
+sizes, extra environment and grants.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -99,3 +107,50 @@ class ServiceFunction(Construct):
                 "ListStreams support no resource-level permissions; tests/infra allow '*' for those actions only.",
             ),
         )
+
+
+@dataclass(frozen=True)
+class FunctionFactory:
+    """What every function of the stack shares. ``service_environment`` is what the service's
+    handlers read through ``Settings.from_env`` (tables, bucket, key, models, the review machine,
+    the recall index); the authorizer gets none of it."""
+
+    code: LambdaCode
+    key: kms.IKey
+    log_retention: logs.RetentionDays
+    audit_append_only: iam.IManagedPolicy
+    service_environment: Mapping[str, str]
+
+    def service_function(
+        self,
+        scope: Construct,
+        id: str,
+        handler: str,
+        description: str,
+        *,
+        environment: Mapping[str, str] | None = None,
+        **props: Any,
+    ) -> ServiceFunction:
+        """A function of the service: the service environment plus ``environment``."""
+        return self.function(
+            scope, id, handler, description, environment={**self.service_environment, **(environment or {})}, **props
+        )
+
+    def function(
+        self, scope: Construct, id: str, handler: str, description: str, *, environment: Mapping[str, str], **props: Any
+    ) -> ServiceFunction:
+        """A function with ``environment`` only. Its role, like every role of the stack, carries
+        the audit table's append-only deny."""
+        made = ServiceFunction(
+            scope,
+            id,
+            code=self.code,
+            handler=handler,
+            description=description,
+            environment=dict(environment),
+            key=self.key,
+            log_retention=self.log_retention,
+            **props,
+        )
+        made.role.add_managed_policy(self.audit_append_only)
+        return made

@@ -39,6 +39,9 @@ FIVE_MINUTES = cdk.Duration.minutes(5)
 
 
 class Monitoring(Construct):
+    """The alarm topic (encrypted with the data key, which CloudWatch may therefore use), an
+    alarm per signal above, and the ``episodic-<stage>`` dashboard."""
+
     def __init__(
         self,
         scope: Construct,
@@ -57,30 +60,9 @@ class Monitoring(Construct):
         search: SearchDomain | None,
     ) -> None:
         super().__init__(scope, id)
-        self.topic = sns.Topic(
-            self, "Alarms", display_name=f"episodic {stage} alarms", master_key=key, enforce_ssl=True
-        )
-        # CloudWatch publishes to the encrypted topic, so it needs the data key.
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}},
-            )
-        )
-        if alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        self.topic = self._topic(stage, key, alarm_email)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
-
-        self._alarm("Api5xx", api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"), 5, "API 5xx responses")
-        self._alarm(
-            "ApiLatencyP99",
-            api.metric_latency(period=FIVE_MINUTES, statistic="p99"),
-            5000,
-            "API p99 latency (ms), three periods running",
-            periods=3,
-        )
+        self._api_alarms(api)
         self._alarm(
             "StreamIteratorAge",
             stream_function.metric("IteratorAge", period=FIVE_MINUTES, statistic="Maximum"),
@@ -95,17 +77,60 @@ class Monitoring(Construct):
                 f"messages parked in the {name} dead letters",
             )
         for name, machine in machines.items():
-            failures = cloudwatch.MathExpression(
-                expression="failed + timedout + aborted",
-                using_metrics={
-                    "failed": machine.metric_failed(period=FIVE_MINUTES),
-                    "timedout": machine.metric_timed_out(period=FIVE_MINUTES),
-                    "aborted": machine.metric_aborted(period=FIVE_MINUTES),
-                },
-                period=FIVE_MINUTES,
-                label=f"{name} executions failed/timed out/aborted",
+            self._workflow_alarm(name, machine)
+        self._review_backlog_alarms(review_queue, expire_review)
+        for name, function in functions.items():
+            self._alarm(
+                f"{name}Errors",
+                function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+                1,
+                f"{name} function errors",
             )
-            self._alarm(f"Workflow{name.title()}Failures", failures, 1, f"{name} workflow executions that failed")
+        if search is not None:
+            self._search_alarms(search)
+        self.dashboard = self._dashboard(
+            stage, api, functions, dead_letter_queues, machines, review_queue=review_queue, expire_review=expire_review
+        )
+
+    def _topic(self, stage: str, key: kms.IKey, alarm_email: str | None) -> sns.Topic:
+        topic = sns.Topic(self, "Alarms", display_name=f"episodic {stage} alarms", master_key=key, enforce_ssl=True)
+        # CloudWatch publishes to the encrypted topic, so it needs the data key.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}},
+            )
+        )
+        if alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        return topic
+
+    def _api_alarms(self, api: apigw.RestApi) -> None:
+        self._alarm("Api5xx", api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"), 5, "API 5xx responses")
+        self._alarm(
+            "ApiLatencyP99",
+            api.metric_latency(period=FIVE_MINUTES, statistic="p99"),
+            5000,
+            "API p99 latency (ms), three periods running",
+            periods=3,
+        )
+
+    def _workflow_alarm(self, name: str, machine: sfn.IStateMachine) -> None:
+        failures = cloudwatch.MathExpression(
+            expression="failed + timedout + aborted",
+            using_metrics={
+                "failed": machine.metric_failed(period=FIVE_MINUTES),
+                "timedout": machine.metric_timed_out(period=FIVE_MINUTES),
+                "aborted": machine.metric_aborted(period=FIVE_MINUTES),
+            },
+            period=FIVE_MINUTES,
+            label=f"{name} executions failed/timed out/aborted",
+        )
+        self._alarm(f"Workflow{name.title()}Failures", failures, 1, f"{name} workflow executions that failed")
+
+    def _review_backlog_alarms(self, review_queue: sqs.IQueue, expire_review: lambda_.IFunction) -> None:
         self._alarm(
             "ReviewQueueAge",
             review_queue.metric_approximate_age_of_oldest_message(period=FIVE_MINUTES, statistic="Maximum"),
@@ -118,67 +143,50 @@ class Monitoring(Construct):
             1,
             "reviews denied by timeout in the last day",
         )
-        for name, function in functions.items():
-            self._alarm(
-                f"{name}Errors",
-                function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
-                1,
-                f"{name} function errors",
-            )
-        if search is not None:
-            dimensions = {"DomainName": search.domain_name, "ClientId": cdk.Aws.ACCOUNT_ID}
-            self._alarm(
-                "SearchClusterRed",
-                cloudwatch.Metric(
-                    namespace="AWS/ES",
-                    metric_name="ClusterStatus.red",
-                    dimensions_map=dimensions,
-                    period=cdk.Duration.minutes(1),
-                    statistic="Maximum",
-                ),
-                1,
-                "OpenSearch cluster red",
-            )
-            self._alarm(
-                "SearchStorageLow",
-                cloudwatch.Metric(
-                    namespace="AWS/ES",
-                    metric_name="FreeStorageSpace",
-                    dimensions_map=dimensions,
-                    period=FIVE_MINUTES,
-                    statistic="Minimum",
-                ),
-                search.volume_mib // 4,
-                "OpenSearch free storage (MiB)",
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            )
 
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"episodic-{stage}")
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="API requests and errors",
-                left=[
-                    api.metric_count(period=FIVE_MINUTES),
-                    api.metric_client_error(period=FIVE_MINUTES),
-                    api.metric_server_error(period=FIVE_MINUTES),
-                ],
-                width=12,
+    def _search_alarms(self, search: SearchDomain) -> None:
+        dimensions = {"DomainName": search.domain_name, "ClientId": cdk.Aws.ACCOUNT_ID}
+        self._alarm(
+            "SearchClusterRed",
+            cloudwatch.Metric(
+                namespace="AWS/ES",
+                metric_name="ClusterStatus.red",
+                dimensions_map=dimensions,
+                period=cdk.Duration.minutes(1),
+                statistic="Maximum",
             ),
-            cloudwatch.GraphWidget(
-                title="API latency (ms)",
-                left=[api.metric_latency(statistic=s, period=FIVE_MINUTES) for s in ("p50", "p90", "p99")],
-                width=12,
+            1,
+            "OpenSearch cluster red",
+        )
+        self._alarm(
+            "SearchStorageLow",
+            cloudwatch.Metric(
+                namespace="AWS/ES",
+                metric_name="FreeStorageSpace",
+                dimensions_map=dimensions,
+                period=FIVE_MINUTES,
+                statistic="Minimum",
             ),
-            cloudwatch.GraphWidget(
-                title="Function errors",
-                left=[f.metric_errors(period=FIVE_MINUTES) for f in functions.values()],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Function duration p99 (ms)",
-                left=[f.metric_duration(statistic="p99", period=FIVE_MINUTES) for f in functions.values()],
-                width=12,
-            ),
+            search.volume_mib // 4,
+            "OpenSearch free storage (MiB)",
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        )
+
+    def _dashboard(
+        self,
+        stage: str,
+        api: apigw.RestApi,
+        functions: Mapping[str, lambda_.IFunction],
+        dead_letter_queues: Mapping[str, sqs.IQueue],
+        machines: Mapping[str, sfn.IStateMachine],
+        *,
+        review_queue: sqs.IQueue,
+        expire_review: lambda_.IFunction,
+    ) -> cloudwatch.Dashboard:
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"episodic-{stage}")
+        dashboard.add_widgets(
+            *_api_widgets(api),
+            *_function_widgets(functions),
             cloudwatch.GraphWidget(
                 title="Stream iterator age (ms)", left=[self.alarms["StreamIteratorAge"].metric], width=8
             ),
@@ -203,6 +211,7 @@ class Monitoring(Construct):
                 width=24,
             ),
         )
+        return dashboard
 
     def _alarm(
         self,
@@ -226,3 +235,37 @@ class Monitoring(Construct):
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms[id] = alarm
+
+
+def _api_widgets(api: apigw.RestApi) -> list[cloudwatch.IWidget]:
+    return [
+        cloudwatch.GraphWidget(
+            title="API requests and errors",
+            left=[
+                api.metric_count(period=FIVE_MINUTES),
+                api.metric_client_error(period=FIVE_MINUTES),
+                api.metric_server_error(period=FIVE_MINUTES),
+            ],
+            width=12,
+        ),
+        cloudwatch.GraphWidget(
+            title="API latency (ms)",
+            left=[api.metric_latency(statistic=s, period=FIVE_MINUTES) for s in ("p50", "p90", "p99")],
+            width=12,
+        ),
+    ]
+
+
+def _function_widgets(functions: Mapping[str, lambda_.IFunction]) -> list[cloudwatch.IWidget]:
+    return [
+        cloudwatch.GraphWidget(
+            title="Function errors",
+            left=[f.metric_errors(period=FIVE_MINUTES) for f in functions.values()],
+            width=12,
+        ),
+        cloudwatch.GraphWidget(
+            title="Function duration p99 (ms)",
+            left=[f.metric_duration(statistic="p99", period=FIVE_MINUTES) for f in functions.values()],
+            width=12,
+        ),
+    ]

@@ -26,7 +26,13 @@ from infra.config import OpenSearchConfig
 HTTP_ACTIONS = ("es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost", "es:ESHttpPut", "es:ESHttpDelete")
 
 
+LOG_KINDS = {"ES_APPLICATION_LOGS": "Application", "SEARCH_SLOW_LOGS": "SearchSlow", "INDEX_SLOW_LOGS": "IndexSlow"}
+
+
 class SearchDomain(Construct):
+    """The domain, its three log groups and the log-delivery policy for them. It admits the roles
+    it is given through ``grant`` -- the ``Api`` and ``Stream`` roles -- and nobody else."""
+
     def __init__(
         self,
         scope: Construct,
@@ -43,8 +49,6 @@ class SearchDomain(Construct):
         self.volume_mib = config.volume_size_gib * 1024
         self.domain_arn = stack.format_arn(service="es", resource="domain", resource_name=domain_name)
         self._admitted: list[iam.IRole] = []
-
-        kinds = {"ES_APPLICATION_LOGS": "Application", "SEARCH_SLOW_LOGS": "SearchSlow", "INDEX_SLOW_LOGS": "IndexSlow"}
         groups = {
             kind: logs.LogGroup(
                 self,
@@ -53,12 +57,22 @@ class SearchDomain(Construct):
                 encryption_key=key,
                 removal_policy=cdk.RemovalPolicy.DESTROY,
             )
-            for kind, name in kinds.items()
+            for kind, name in LOG_KINDS.items()
         }
-        delivery = logs.CfnResourcePolicy(
+        delivery = self._log_delivery(list(groups.values()))
+        self.cfn = self._domain(config, key, groups)
+        self.cfn.add_resource_dependency(delivery)
+        self.cfn.apply_removal_policy(cdk.RemovalPolicy.RETAIN)  # the index is rebuildable, but slow to rebuild
+        self.endpoint = f"https://{self.cfn.attr_domain_endpoint}"
+        self._acknowledge_findings(config)
+
+    def _log_delivery(self, groups: list[logs.LogGroup]) -> logs.CfnResourcePolicy:
+        """OpenSearch may write to the domain's log groups, on behalf of this account only."""
+        stack = cdk.Stack.of(self)
+        return logs.CfnResourcePolicy(
             self,
             "LogDelivery",
-            policy_name=f"{domain_name}-logs",
+            policy_name=f"{self.domain_name}-logs",
             policy_document=stack.to_json_string(
                 {
                     "Version": "2012-10-17",
@@ -67,18 +81,23 @@ class SearchDomain(Construct):
                             "Effect": "Allow",
                             "Principal": {"Service": "es.amazonaws.com"},
                             "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                            "Resource": [g.log_group_arn for g in groups.values()],
+                            "Resource": [g.log_group_arn for g in groups],
                             "Condition": {"StringEquals": {"aws:SourceAccount": stack.account}},
                         }
                     ],
                 }
             ),
         )
+
+    def _domain(
+        self, config: OpenSearchConfig, key: kms.IKey, groups: dict[str, logs.LogGroup]
+    ) -> opensearch.CfnDomain:
+        """Sized from the context; encrypted at rest (data key) and between nodes; HTTPS only."""
         dedicated = config.dedicated_master_type is not None
-        self.cfn = opensearch.CfnDomain(
+        return opensearch.CfnDomain(
             self,
             "Domain",
-            domain_name=domain_name,
+            domain_name=self.domain_name,
             engine_version=config.engine_version,
             cluster_config=opensearch.CfnDomain.ClusterConfigProperty(
                 instance_type=config.instance_type,
@@ -112,10 +131,8 @@ class SearchDomain(Construct):
             # _msearch names the index in each header line.
             advanced_options={"rest.action.multi.allow_explicit_index": "true"},
         )
-        self.cfn.add_resource_dependency(delivery)
-        self.cfn.apply_removal_policy(cdk.RemovalPolicy.RETAIN)  # the index is rebuildable, but slow to rebuild
-        self.endpoint = f"https://{self.cfn.attr_domain_endpoint}"
 
+    def _acknowledge_findings(self, config: OpenSearchConfig) -> None:
         findings = [
             (
                 "AwsSolutions-OS1",
@@ -127,7 +144,7 @@ class SearchDomain(Construct):
                 "Access is granted to named IAM roles, not IP addresses: Lambda has no fixed source IP outside a VPC.",
             ),
         ]
-        if not dedicated:
+        if config.dedicated_master_type is None:
             findings.append(
                 (
                     "AwsSolutions-OS4",

@@ -45,62 +45,12 @@ def leading_keys(*patterns: str) -> dict[str, dict[str, object]]:
 
 
 class TenantIsolation(Construct):
+    """``TenantScopedAccess`` (the managed policy) and ``TenantDataAccess`` (a role carrying it,
+    and the audit deny, for principals that act for one tenant)."""
+
     def __init__(self, scope: Construct, id: str, *, data: DataStores) -> None:
         super().__init__(scope, id)
-        timeline, audit = data.timeline.table_arn, data.audit.table_arn
-        self.policy = iam.ManagedPolicy(
-            self,
-            "TenantScopedAccess",
-            description="DynamoDB and archive access confined to the principal's tenantId tag",
-            statements=[
-                iam.PolicyStatement(
-                    sid="TimelineOwnTenantOnly",
-                    actions=[*TIMELINE_READ, *TIMELINE_WRITE],
-                    resources=[timeline, *(f"{timeline}/index/{name}" for name in TENANT_INDEXES)],
-                    conditions=leading_keys(f"{TENANT_TAG}#*"),
-                ),
-                iam.PolicyStatement(
-                    sid="AuditOwnTenantOnly",
-                    # The audit table's partition key is the bare tenant id; its by_event index's is "<tenant>#E#id".
-                    actions=[*AUDIT_APPEND, *AUDIT_READ],
-                    resources=[audit, f"{audit}/index/by_event"],
-                    conditions=leading_keys(TENANT_TAG, f"{TENANT_TAG}#*"),
-                ),
-                iam.PolicyStatement(
-                    sid="ArchiveOwnTenantOnly",
-                    actions=["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"],
-                    resources=[
-                        data.archive.arn_for_objects(f"{ARCHIVE_PREFIX}{TENANT_TAG}/*"),
-                        data.archive.arn_for_objects(f"{ARCHIVE_PREFIX}_by_id/{TENANT_TAG}/*"),
-                    ],
-                    conditions={"Null": {"aws:PrincipalTag/tenantId": "false"}},
-                ),
-                iam.PolicyStatement(
-                    sid="DataKeyThroughTheServicesOnly",
-                    actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"],
-                    resources=[data.key.key_arn],
-                    conditions={
-                        "StringEquals": {
-                            "kms:ViaService": [
-                                f"dynamodb.{cdk.Aws.REGION}.amazonaws.com",
-                                f"s3.{cdk.Aws.REGION}.amazonaws.com",
-                            ]
-                        }
-                    },
-                ),
-            ],
-        )
-        archive = data.archive_logical_id
-        acknowledge(
-            self.policy,
-            *(
-                (
-                    f"AwsSolutions-IAM5[Resource::<{archive}.Arn>/{ARCHIVE_PREFIX}{prefix}<aws:PrincipalTag/tenantId>/*]",
-                    "Objects under the principal's own tenant prefix: the wildcard is the record name within it.",
-                )
-                for prefix in ("", "_by_id/")
-            ),
-        )
+        self.policy = self._tenant_scoped_access(data)
         # Assumed with a tenantId session tag (and only that tag); no principal is allowed to
         # assume it until an administrator grants sts:AssumeRole + sts:TagSession on it.
         self.role = iam.Role(
@@ -121,3 +71,66 @@ class TenantIsolation(Construct):
                 },
             )
         )
+
+    def _tenant_scoped_access(self, data: DataStores) -> iam.ManagedPolicy:
+        policy = iam.ManagedPolicy(
+            self,
+            "TenantScopedAccess",
+            description="DynamoDB and archive access confined to the principal's tenantId tag",
+            statements=_tenant_statements(data),
+        )
+        archive = data.archive_logical_id
+        acknowledge(
+            policy,
+            *(
+                (
+                    f"AwsSolutions-IAM5[Resource::<{archive}.Arn>/{ARCHIVE_PREFIX}{prefix}<aws:PrincipalTag/tenantId>/*]",
+                    "Objects under the principal's own tenant prefix: the wildcard is the record name within it.",
+                )
+                for prefix in ("", "_by_id/")
+            ),
+        )
+        return policy
+
+
+def _tenant_statements(data: DataStores) -> list[iam.PolicyStatement]:
+    """Timeline and audit items under the tag's keys, archive objects under its prefixes, the
+    data key only through DynamoDB and S3."""
+    timeline, audit = data.timeline.table_arn, data.audit.table_arn
+    return [
+        iam.PolicyStatement(
+            sid="TimelineOwnTenantOnly",
+            actions=[*TIMELINE_READ, *TIMELINE_WRITE],
+            resources=[timeline, *(f"{timeline}/index/{name}" for name in TENANT_INDEXES)],
+            conditions=leading_keys(f"{TENANT_TAG}#*"),
+        ),
+        iam.PolicyStatement(
+            sid="AuditOwnTenantOnly",
+            # The audit table's partition key is the bare tenant id; its by_event index's is "<tenant>#E#id".
+            actions=[*AUDIT_APPEND, *AUDIT_READ],
+            resources=[audit, f"{audit}/index/by_event"],
+            conditions=leading_keys(TENANT_TAG, f"{TENANT_TAG}#*"),
+        ),
+        iam.PolicyStatement(
+            sid="ArchiveOwnTenantOnly",
+            actions=["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"],
+            resources=[
+                data.archive.arn_for_objects(f"{ARCHIVE_PREFIX}{TENANT_TAG}/*"),
+                data.archive.arn_for_objects(f"{ARCHIVE_PREFIX}_by_id/{TENANT_TAG}/*"),
+            ],
+            conditions={"Null": {"aws:PrincipalTag/tenantId": "false"}},
+        ),
+        iam.PolicyStatement(
+            sid="DataKeyThroughTheServicesOnly",
+            actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"],
+            resources=[data.key.key_arn],
+            conditions={
+                "StringEquals": {
+                    "kms:ViaService": [
+                        f"dynamodb.{cdk.Aws.REGION}.amazonaws.com",
+                        f"s3.{cdk.Aws.REGION}.amazonaws.com",
+                    ]
+                }
+            },
+        ),
+    ]

@@ -1,165 +1,146 @@
-"""The Step Functions workflows from ``statemachines/`` and what starts and feeds them.
+"""The workflows concern: review, summarisation and relevance decay -- the state machines
+(``statemachines.py``) and the five functions they and the review queue run.
 
-The ASL files are deployed as written (``DefinitionBody.from_file``); the stack fills in their
-``${...}`` placeholders through ``definition_substitutions`` (see statemachines/README.md), and
-a test checks every placeholder of every file has a value. Each machine logs every event
-(without execution data: review inputs carry the episode's summary) and is traced with X-Ray;
-its role may invoke exactly the functions its definition names, since CDK cannot read that
-from a file.
+Every function gets the service environment (``FunctionFactory``); only ``SummariseActor``
+adds to it (``EPISODIC_SUMMARY_MODEL_ID``). Grants, function by function:
 
-The review machine has a fixed name, so the functions that start executions or answer task
-tokens get its ARN without a reference to the machine -- which would otherwise form a cycle
-(machine -> ExpireReview function -> its role -> machine).
+* ``ReviewRequests`` (review queue consumer, at most 2 concurrent batches): read a review and
+  keep its task token on it (timeline ``GetItem``/``UpdateItem`` only); answer task tokens.
+* ``ExpireReview`` (the review machine's timeout: deny by default): timeline item reads and
+  writes; audit append; answer task tokens.
+* ``FindBusyActors`` (summarise machine): timeline reads, Query on ``gsi6`` only.
+* ``SummariseActor`` (the summarise Map, reserved ``summariseConcurrency``): timeline reads and
+  writes, Query on ``gsi1``; audit append; Titan and the summary model; start reviews, answer
+  task tokens.
+* ``Forget`` (forget machine, one page of the decay sweep, reserved ``forgetConcurrency``):
+  timeline reads, writes and **Scan** (the only function that scans); audit append; archive
+  read, write and delete.
+
+Each machine may invoke exactly the functions its definition names (``StateMachines``).
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_scheduler as scheduler
-from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
-from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.components.nag import acknowledge
-from infra.components.queues import work_queue
-from infra.config import ROOT, StageConfig
-
-STATEMACHINES = ROOT / "statemachines"
-
-
-def review_state_machine_arn(scope: Construct, config: StageConfig) -> str:
-    return cdk.Stack.of(scope).format_arn(
-        service="states",
-        resource="stateMachine",
-        resource_name=config.name("review"),
-        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-    )
+from infra.components import bedrock
+from infra.components.data import DataStores
+from infra.components.functions import FunctionFactory, ServiceFunction
+from infra.components.ids import StackLevelScope
+from infra.components.statemachines import StateMachines, grant_review_access
+from infra.config import StageConfig
 
 
 class Workflows(Construct):
+    """The five workflow functions and the machines, review queue and schedules around them.
+
+    Give it the id ``Workflows`` (the machines' parent in the flat stack): the machines are its
+    ``Default`` child and the functions sit in a ``StackLevelScope``, so nothing is renamed --
+    nor the review queue's event source mapping, whose id CDK derives from the queue's path."""
+
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
         config: StageConfig,
-        key: kms.IKey,
-        log_retention: logs.RetentionDays,
-        expire_review: lambda_.IFunction,
-        find_busy_actors: lambda_.IFunction,
-        summarise_actor: lambda_.IFunction,
-        forget: lambda_.IFunction,
+        data: DataStores,
+        functions: FunctionFactory,
         delivery_failures: sqs.IQueue,
     ) -> None:
         super().__init__(scope, id)
-        self._key, self._log_retention = key, log_retention
-        # The review requests (with their task tokens) wait here for the consumer function.
-        self.review_queue, self.review_dead_letters = work_queue(
-            self, "ReviewRequests", key=key, visibility_timeout=cdk.Duration.minutes(3)
+        self._config, self._data, self._factory = config, data, functions
+        group = StackLevelScope(self, "Functions")
+        self.functions: dict[str, ServiceFunction] = {
+            "ReviewRequests": self._review_requests(group),
+            "ExpireReview": self._expire_review(group),
+            "FindBusyActors": self._find_busy_actors(group),
+            "SummariseActor": self._summarise_actor(group),
+            "Forget": self._forget(group),
+        }
+        self.expire_review = self.functions["ExpireReview"]
+        self.state_machines = StateMachines(
+            self,
+            "Default",
+            config=config,
+            key=data.key,
+            log_retention=functions.log_retention,
+            expire_review=self.expire_review.function,
+            find_busy_actors=self.functions["FindBusyActors"].function,
+            summarise_actor=self.functions["SummariseActor"].function,
+            forget=self.functions["Forget"].function,
+            delivery_failures=delivery_failures,
         )
-        self.review = self._machine(
-            "Review",
-            STATEMACHINES / "review.asl.json",
-            name=config.name("review"),
-            substitutions={
-                "ReviewQueueUrl": self.review_queue.queue_url,
-                "ReviewTimeoutSeconds": str(int(config.review_timeout_days * 86400)),
-                "ExpireReviewFunctionArn": expire_review.function_arn,
-            },
-            invokes=[expire_review],
+        self.machines = self.state_machines.machines
+        self.review_queue = self.state_machines.review_queue
+        self.review_dead_letters = self.state_machines.review_dead_letters
+        self.functions["ReviewRequests"].function.add_event_source(
+            sources.SqsEventSource(self.review_queue, batch_size=10, report_batch_item_failures=True, max_concurrency=2)
         )
-        self.review.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.review_queue.queue_arn])
+
+    def _review_requests(self, scope: Construct) -> ServiceFunction:
+        made = self._factory.service_function(
+            scope,
+            "ReviewRequests",
+            "functions.workflows.review_requests_handler",
+            "Review queue consumer: keeps task tokens on reviews",
         )
-        self.review.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn])
+        self._data.grant_review_token(made.role)
+        grant_review_access(made.role, self._config)
+        return made
+
+    def _expire_review(self, scope: Construct) -> ServiceFunction:
+        made = self._factory.service_function(
+            scope, "ExpireReview", "functions.workflows.expire_review_handler", "Review timeout: deny by default"
         )
-        # A reserved concurrency below the Map's would throttle iterations into ActorFailed.
-        map_concurrency = json.loads((STATEMACHINES / "summarise.asl.json").read_text())["States"]["SummariseEach"][
-            "MaxConcurrency"
-        ]
-        if config.summarise_concurrency < map_concurrency:
-            raise ValueError(
-                f"summariseConcurrency {config.summarise_concurrency} is below the summarise Map's "
-                f"MaxConcurrency {map_concurrency}: iterations would be throttled into ActorFailed"
-            )
-        self.summarise = self._machine(
-            "Summarise",
-            STATEMACHINES / "summarise.asl.json",
-            name=config.name("summarise"),
-            substitutions={
-                "FindBusyActorsFunctionArn": find_busy_actors.function_arn,
-                "SummariseActorFunctionArn": summarise_actor.function_arn,
-            },
-            invokes=[find_busy_actors, summarise_actor],
+        self._data.grant_timeline(made.role, write=True)
+        self._data.grant_audit(made.role)
+        grant_review_access(made.role, self._config)
+        return made
+
+    def _find_busy_actors(self, scope: Construct) -> ServiceFunction:
+        made = self._factory.service_function(
+            scope,
+            "FindBusyActors",
+            "functions.workflows.find_busy_actors_handler",
+            "Summarisation: actors with enough new events",
+            timeout=cdk.Duration.minutes(1),
         )
-        self.forget = self._machine(
+        self._data.grant_timeline(made.role, indexes=["gsi6"])
+        return made
+
+    def _summarise_actor(self, scope: Construct) -> ServiceFunction:
+        config = self._config
+        made = self._factory.service_function(
+            scope,
+            "SummariseActor",
+            "functions.workflows.summarise_actor_handler",
+            "Summarisation: one actor's digest",
+            memory_mb=config.worker_memory_mb,
+            timeout=cdk.Duration.minutes(2),
+            reserved_concurrency=config.summarise_concurrency,
+            environment={"EPISODIC_SUMMARY_MODEL_ID": config.summary_model_id},
+        )
+        self._data.grant_timeline(made.role, write=True, indexes=["gsi1"])
+        self._data.grant_audit(made.role)
+        bedrock.grant_invoke(made.role, config.titan_model_id, config.summary_model_id)
+        grant_review_access(made.role, config, start=True)
+        return made
+
+    def _forget(self, scope: Construct) -> ServiceFunction:
+        made = self._factory.service_function(
+            scope,
             "Forget",
-            STATEMACHINES / "forget.asl.json",
-            name=config.name("forget"),
-            substitutions={"ForgetFunctionArn": forget.function_arn},
-            invokes=[forget],
+            "functions.workflows.forget_handler",
+            "Relevance-decay sweep, one page",
+            memory_mb=self._config.worker_memory_mb,
+            timeout=cdk.Duration.minutes(5),
+            reserved_concurrency=self._config.forget_concurrency,
         )
-        self.machines = {"review": self.review, "summarise": self.summarise, "forget": self.forget}
-
-        for id_, machine, expression, what in (
-            ("SummariseSchedule", self.summarise, config.summarise_schedule, "24-hour summarisation"),
-            ("ForgetSchedule", self.forget, config.forget_schedule, "relevance-decay sweep"),
-        ):
-            scheduler.Schedule(
-                self,
-                id_,
-                description=f"episodic {config.stage}: {what}",
-                schedule=scheduler.ScheduleExpression.expression(expression),
-                target=targets.StepFunctionsStartExecution(
-                    machine,
-                    input=scheduler.ScheduleTargetInput.from_object({}),
-                    dead_letter_queue=delivery_failures,
-                    retry_attempts=3,
-                    max_event_age=cdk.Duration.hours(1),
-                ),
-            )
-
-    def _machine(
-        self, id: str, definition: Path, *, name: str, substitutions: dict[str, str], invokes: list[lambda_.IFunction]
-    ) -> sfn.StateMachine:
-        log_group = logs.LogGroup(
-            self,
-            f"{id}Logs",
-            # The /aws/vendedlogs/ prefix keeps CloudWatch Logs' resource policy from growing per machine.
-            log_group_name=f"/aws/vendedlogs/states/{name}",
-            retention=self._log_retention,
-            encryption_key=self._key,
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
-        machine = sfn.StateMachine(
-            self,
-            id,
-            state_machine_name=name,
-            state_machine_type=sfn.StateMachineType.STANDARD,
-            definition_body=sfn.DefinitionBody.from_file(str(definition)),
-            definition_substitutions=substitutions,
-            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
-            tracing_enabled=True,
-        )
-        for function in invokes:
-            machine.role.add_to_principal_policy(
-                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn])
-            )
-        acknowledge(
-            machine.role,
-            (
-                "AwsSolutions-IAM5[Resource::*]",
-                "CloudWatch Logs delivery (logs:*LogDelivery, resource policies, "
-                "DescribeLogGroups) and X-Ray support no resource-level permissions.",
-            ),
-        )
-        return machine
+        self._data.grant_timeline(made.role, write=True, scan=True)
+        self._data.grant_audit(made.role)
+        self._data.grant_archive(made.role, read=True, delete=True)
+        return made

@@ -3,7 +3,7 @@ handler's own OpenAPI schema, validation, throttling, a usage plan and access lo
 
 from __future__ import annotations
 
-from infra.components.api import PUBLIC_ROUTES, api_routes
+from infra.components.gateway import PUBLIC_ROUTES, api_routes
 
 
 def _path(dev, resource_id):
@@ -36,7 +36,7 @@ def test_the_gateway_serves_exactly_the_routes_of_the_api_handler(dev):
 
 
 def test_every_method_but_health_and_swagger_requires_the_jwt_authorizer(dev):
-    authorizer = dev.ref(dev.stack.api.authorizer)
+    authorizer = dev.ref(dev.stack.api.gateway.authorizer)
     for route, method in _methods(dev).items():
         if route in PUBLIC_ROUTES:
             assert method["AuthorizationType"] == "NONE", route
@@ -49,7 +49,7 @@ def test_every_method_but_health_and_swagger_requires_the_jwt_authorizer(dev):
 
 
 def test_the_authorizer_is_a_token_authorizer_on_the_bearer_header_with_a_short_cache(dev):
-    props = dev.template["Resources"][dev.logical_id(dev.stack.api.authorizer)]["Properties"]
+    props = dev.template["Resources"][dev.logical_id(dev.stack.api.gateway.authorizer)]["Properties"]
     assert props["Type"] == "TOKEN"
     assert props["IdentitySource"] == "method.request.header.Authorization"
     assert props["IdentityValidationExpression"].startswith("^Bearer ")
@@ -58,11 +58,11 @@ def test_the_authorizer_is_a_token_authorizer_on_the_bearer_header_with_a_short_
 
 
 def test_every_method_is_validated_and_bodies_must_be_json_objects(dev):
-    validator = dev.template["Resources"][dev.logical_id(dev.stack.api.validator)]["Properties"]
+    validator = dev.template["Resources"][dev.logical_id(dev.stack.api.gateway.validator)]["Properties"]
     assert validator["ValidateRequestBody"] is True
     assert validator["ValidateRequestParameters"] is True
     for route, method in _methods(dev).items():
-        assert method["RequestValidatorId"] == dev.ref(dev.stack.api.validator), route
+        assert method["RequestValidatorId"] == dev.ref(dev.stack.api.gateway.validator), route
         if route[0] in ("POST", "PUT"):
             assert "application/json" in method["RequestModels"], route
         integration = method["Integration"]
@@ -74,7 +74,7 @@ def test_the_stage_throttles_traces_and_writes_access_logs_but_never_bodies(dev)
     [stage] = dev.resources("AWS::ApiGateway::Stage").values()
     props = stage["Properties"]
     assert props["TracingEnabled"] is True
-    assert props["AccessLogSetting"]["DestinationArn"] == dev.arn(dev.stack.api.access_logs)
+    assert props["AccessLogSetting"]["DestinationArn"] == dev.arn(dev.stack.api.gateway.access_logs)
     assert "$context.authorizer.tenantId" in props["AccessLogSetting"]["Format"]
     [settings] = props["MethodSettings"]
     assert settings["DataTraceEnabled"] is False
@@ -88,12 +88,12 @@ def test_a_usage_plan_meters_the_stage(dev):
     props = plan["Properties"]
     assert props["Quota"] == {"Limit": dev.stack.config.api.quota_per_day, "Period": "DAY"}
     assert props["Throttle"]["RateLimit"] == dev.stack.config.api.throttle_rate
-    assert props["ApiStages"][0]["ApiId"] == dev.ref(dev.stack.api.api)
+    assert props["ApiStages"][0]["ApiId"] == dev.ref(dev.stack.api.gateway.api)
 
 
 def test_prod_puts_a_web_acl_in_front_of_the_stage(prod, dev):
     [association] = prod.resources("AWS::WAFv2::WebACLAssociation").values()
-    assert association["Properties"]["WebACLArn"] == prod.arn(prod.stack.api.web_acl)
+    assert association["Properties"]["WebACLArn"] == prod.arn(prod.stack.api.gateway.web_acl)
     [acl] = prod.resources("AWS::WAFv2::WebACL").values()
     rules = {r["Name"] for r in acl["Properties"]["Rules"]}
     assert {"PerIpRateLimit", "AWSManagedRulesKnownBadInputsRuleSet"} <= rules

@@ -120,7 +120,7 @@ def test_the_stream_mapping_bisects_reports_item_failures_retries_a_bounded_numb
     assert mapping["BisectBatchOnFunctionError"] is True
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert 0 < mapping["MaximumRetryAttempts"] <= 10
-    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == dev.arn(dev.stack.stream_failures)
+    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == dev.arn(dev.stack.stream.failures)
 
 
 def test_the_queue_consumers_report_item_failures_and_ingestion_concurrency_is_capped(dev):
@@ -152,7 +152,7 @@ def test_every_queue_is_encrypted_tls_only_and_every_work_queue_has_a_dead_lette
     failure_queues = {
         dev.logical_id(q)
         for q in (
-            dev.stack.stream_failures,
+            dev.stack.stream.failures,
             dev.stack.delivery_failures,
             dev.stack.ingestion.dead_letters,
             dev.stack.workflows.review_dead_letters,

@@ -47,7 +47,7 @@ def test_the_named_signals_are_alarmed(dev):
 def test_every_dead_letter_queue_and_workflow_and_function_has_its_alarm(dev):
     stack = dev.stack
     queues = [
-        stack.stream_failures,
+        stack.stream.failures,
         stack.delivery_failures,
         stack.ingestion.dead_letters,
         stack.workflows.review_dead_letters,

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from infra.components.ingestion import mapped_sources
-from infra.components.workflows import STATEMACHINES
+from infra.components.statemachines import STATEMACHINES
 
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
@@ -88,8 +88,8 @@ def test_schedules_start_summarisation_every_24_hours_and_the_decay_sweep_daily(
         s["Properties"]["Target"]["Arn"]["Ref"]: s["Properties"]
         for s in dev.resources("AWS::Scheduler::Schedule").values()
     }
-    summarise = schedules[dev.logical_id(dev.stack.workflows.summarise)]
-    forget = schedules[dev.logical_id(dev.stack.workflows.forget)]
+    summarise = schedules[dev.logical_id(dev.stack.workflows.machines["summarise"])]
+    forget = schedules[dev.logical_id(dev.stack.workflows.machines["forget"])]
     assert summarise["ScheduleExpression"] == "rate(24 hours)"
     assert re.fullmatch(r"cron\(\d+ \d+ \* \* \? \*\)", forget["ScheduleExpression"])
     for schedule in (summarise, forget):
