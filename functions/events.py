@@ -21,7 +21,6 @@ blocks or drops the others:
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -40,19 +39,17 @@ _ingestor: EventIngestor | None = None
 
 
 def get_ingestor() -> EventIngestor:
-    """The lazily built composition root (overridable with :func:`set_ingestor`).
-
-    The mapping path is read here, not at import, so tests and tools can import this
-    module without a deployment's environment.
-    """
+    """The ingestion function's composition root, built on first use from ``EPISODIC_*``
+    settings (overridable with :func:`set_ingestor`): the mapping file and the service."""
     global _ingestor
     if _ingestor is None:
-        path = os.environ.get("EPISODIC_INGEST_MAPPING")
-        if not path:
-            raise RuntimeError("EPISODIC_INGEST_MAPPING must name the ingestion mapping file")
-        from functions.api import get_service
+        from episodic.adapters.compose import build_service
+        from episodic.settings import Settings
 
-        _ingestor = EventIngestor(load_mapping(path), get_service())
+        settings = Settings.from_env()
+        if settings.ingest_mapping is None:
+            raise RuntimeError("EPISODIC_INGEST_MAPPING must name the ingestion mapping file")
+        _ingestor = EventIngestor(load_mapping(settings.ingest_mapping), build_service(settings))
     return _ingestor
 
 

@@ -24,22 +24,14 @@ _stream_processor: TimelineStreamProcessor | None = None
 
 
 def get_stream_processor() -> TimelineStreamProcessor:
-    """The lazily built composition root (overridable with :func:`set_stream_processor`)."""
+    """The stream function's composition root, built on first use from ``EPISODIC_*`` settings
+    (overridable with :func:`set_stream_processor`)."""
     global _stream_processor
     if _stream_processor is None:
-        import boto3
-
-        from episodic.adapters.aws.bootstrap import opensearch_index
-        from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
-        from episodic.adapters.aws.s3_archive import S3ColdArchive
+        from episodic.adapters.aws.bootstrap import stream_processor_from_settings
         from episodic.settings import Settings
 
-        settings = Settings.from_env()
-        _stream_processor = TimelineStreamProcessor(
-            store=DynamoTimelineStore(boto3.client("dynamodb"), settings.timeline_table, settings.audit_table),
-            archive=S3ColdArchive(boto3.client("s3"), settings.archive_bucket, settings.archive_kms_key_id),
-            projection=opensearch_index(settings, ensure=True),
-        )
+        _stream_processor = stream_processor_from_settings(Settings.from_env())
     return _stream_processor
 
 

@@ -13,6 +13,7 @@ the fan-out and the retries.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,59 +23,61 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from episodic.ports import Summariser
-from functions.api import get_service
+from episodic.ports import ReviewTokens
+from episodic.service import MemoryService
 
 logger = Logger(service="episodic-workflows")
 review_queue = BatchProcessor(event_type=EventType.SQS)
 
-_summariser: Summariser | None = None
+
+@dataclass(frozen=True)
+class WorkflowRoot:
+    """What the workflow functions use: the service, the review tokens kept with the reviews,
+    and the Step Functions client that completes a waiting review."""
+
+    service: MemoryService
+    review_tokens: ReviewTokens
+    stepfunctions: Any
 
 
-def get_summariser() -> Summariser:
-    """Bedrock when ``EPISODIC_SUMMARY_MODEL_ID`` is set (falling back to the extractive summariser
-    for any digest that fails its grounding check), else extractive only."""
-    global _summariser
-    if _summariser is None:
-        import os
-
-        from episodic.adapters.local.summariser import ExtractiveSummariser
-        from episodic.summaries import GroundedFallbackSummariser
-
-        extractive = ExtractiveSummariser(get_service().embedder)
-        model = os.environ.get("EPISODIC_SUMMARY_MODEL_ID")
-        if model:
-            import boto3
-
-            from episodic.adapters.aws.bedrock_summariser import ConverseSummariser
-
-            _summariser = GroundedFallbackSummariser(
-                ConverseSummariser(boto3.client("bedrock-runtime"), model_id=model), extractive
-            )
-        else:
-            _summariser = extractive
-    return _summariser
+_root: WorkflowRoot | None = None
 
 
-def set_summariser(summariser: Summariser | None) -> None:
-    global _summariser
-    _summariser = summariser
+def get_root() -> WorkflowRoot:
+    """The workflow functions' composition root, built on first use from ``EPISODIC_*``
+    settings (overridable with :func:`set_root`). The workflows run in AWS only."""
+    global _root
+    if _root is None:
+        import boto3
+
+        from episodic.adapters.aws.bootstrap import review_tokens_from_settings, service_from_settings
+        from episodic.settings import Settings
+
+        settings = Settings.from_env()
+        _root = WorkflowRoot(
+            service=service_from_settings(settings),
+            review_tokens=review_tokens_from_settings(settings),
+            stepfunctions=boto3.client("stepfunctions", region_name=settings.aws_region),
+        )
+    return _root
+
+
+def set_root(root: WorkflowRoot | None) -> None:
+    global _root
+    _root = root
 
 
 def _review_request(record: SQSRecord) -> str:
     from episodic.adapters.aws.review_workflow import complete_task
 
     body = json.loads(record.body)
-    service = get_service()
-    store = service.store
-    if store.attach_review_token(body["tenantId"], body["reviewId"], body["taskToken"]):  # type: ignore[attr-defined]
+    root = get_root()
+    if root.review_tokens.attach_review_token(body["tenantId"], body["reviewId"], body["taskToken"]):
         logger.info("review waiting", review_id=body["reviewId"], tenant_id=body["tenantId"], reasons=body["reasons"])
         return "waiting"
-    review = store.get_review(body["tenantId"], body["reviewId"])
+    review = root.service.store.get_review(body["tenantId"], body["reviewId"])
     if review is not None:
-        import boto3
-
-        complete_task(boto3.client("stepfunctions"), body["taskToken"], review)
+        complete_task(root.stepfunctions, body["taskToken"], review)
     return "completed"
 
 
@@ -87,7 +90,7 @@ def review_requests_handler(event: dict[str, Any], context: LambdaContext) -> Pa
 
 @logger.inject_lambda_context
 def expire_review_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    outcome = get_service().expire_review(event["tenantId"], event["reviewId"])
+    outcome = get_root().service.expire_review(event["tenantId"], event["reviewId"])
     logger.info("review timeout", review_id=event["reviewId"], outcome=outcome)
     return {"reviewId": event["reviewId"], "outcome": outcome}
 
@@ -95,13 +98,12 @@ def expire_review_handler(event: dict[str, Any], context: LambdaContext) -> dict
 @logger.inject_lambda_context
 def find_busy_actors_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     now = datetime.fromisoformat(event["now"].replace("Z", "+00:00"))
-    return {"actors": get_service().busy_actors(now)}
+    return {"actors": [a.model_dump(mode="json", by_alias=True) for a in get_root().service.busy_actors(now)]}
 
 
 @logger.inject_lambda_context
 def summarise_actor_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = get_service().summarise_actor(
-        get_summariser(),
+    result = get_root().service.summarise_actor(
         event["tenantId"],
         event["actorId"],
         datetime.fromisoformat(event["windowStart"]),
@@ -113,6 +115,6 @@ def summarise_actor_handler(event: dict[str, Any], context: LambdaContext) -> di
 
 @logger.inject_lambda_context
 def forget_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = get_service().forget(dry_run=bool(event.get("dryRun")), cursor=event.get("cursor"))
+    report = get_root().service.forget(dry_run=bool(event.get("dryRun")), cursor=event.get("cursor"))
     logger.info("decay sweep page", examined=report.examined, archived=len(report.archived))
     return {"archived": len(report.archived), "more": report.next_cursor is not None, "cursor": report.next_cursor}

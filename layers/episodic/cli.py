@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+if TYPE_CHECKING:
+    from episodic.model import DigestOutcome
+
 
 def _serve(args: argparse.Namespace) -> int:
+    from episodic.adapters import rest
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.server import Scheduler, create_server
     from episodic.adapters.local.tokens import load_tokens
     from episodic.settings import Settings
-    from functions import api
 
     try:
         settings = Settings.from_env()
@@ -31,23 +33,21 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"episodic: {exc}", file=sys.stderr)
         return 2
     service = build_local_service(settings)
-    api.set_service(service)
+    rest.set_service(service)
     warm = getattr(service.embedder, "warm_up", None)
     if warm is not None:
         warm()
     service.policy.warm_up()  # the classifiers and detectors before the first request
+    host, port = args.host or settings.host, settings.port if args.port is None else args.port
     try:
-        server = create_server(args.host, args.port, tokens, api.handler)
+        server = create_server(host, port, tokens, rest.handler)
     except OSError as exc:
-        print(f"episodic: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(f"episodic: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 2
-    from episodic.adapters.local.summariser import ExtractiveSummariser
-
-    summariser = ExtractiveSummariser(service.embedder)
     scheduler = Scheduler(
         [
             ("sweep", settings.sweep_interval_seconds, service.sweep),
-            ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarise(summariser))),
+            ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarise())),
             ("forget", settings.forget_interval_seconds, lambda: _forget_all(service)),
         ]
     )
@@ -84,14 +84,12 @@ def _local_service(args: argparse.Namespace) -> Any:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from episodic.adapters.local.summariser import ExtractiveSummariser
-
     service = _local_service(args)
     print("summarising actors with more than", service.settings.summary_min_events, "events in the last 24 hours")
-    outcomes = service.summarise(ExtractiveSummariser(service.embedder))
+    outcomes = service.summarise()
     for o in outcomes:
-        state = "FAILED " + o["error"] if o.get("failed") else f"{o['decision']} {o.get('eventId') or ''}"
-        print(f"  {o['tenantId']}/{o['actorId']}: {o['events']} events -> {state}")
+        state = f"FAILED {o.error}" if o.failed else f"{o.decision} {o.event_id or ' '.join(o.reasons or [])}"
+        print(f"  {o.tenant_id}/{o.actor_id}: {o.events} events -> {state}")
     print(f"done: {len(outcomes)} actor(s)")
     service.close()
     return 0
@@ -125,10 +123,10 @@ def _reembed(args: argparse.Namespace) -> int:
     return 0
 
 
-def _digest_counts(outcomes: list[dict[str, Any]]) -> str:
+def _digest_counts(outcomes: list[DigestOutcome]) -> str:
     """What the server log says about a summarisation run: counts only. Actor ids stay out of
     the log, which erasure cannot reach."""
-    failed = sum(1 for o in outcomes if o.get("failed"))
+    failed = sum(1 for o in outcomes if o.failed)
     return f"{len(outcomes) - failed} actor(s) summarised, {failed} failed" if outcomes else ""
 
 
@@ -190,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="episodic", description="Long-term episodic memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the service on the embedded local backend")
-    serve.add_argument("--host", default=os.environ.get("EPISODIC_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("EPISODIC_PORT", "8765")))
+    serve.add_argument("--host", help="default: EPISODIC_HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: EPISODIC_PORT or 8765")
     serve.add_argument("--data-dir", default=None, help="where the database, archive and tokens live")
     serve.set_defaults(func=_serve)
     summarize = sub.add_parser("summarize", help="run the 24-hour summarisation now")

@@ -48,12 +48,12 @@ def _show(status: int, body: Any, keys: tuple[str, ...] = ()) -> None:
 def run_demo(data_dir: Path | None = None) -> int:
     from aws_lambda_powertools import Logger
 
+    from episodic.adapters import rest
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.notifier import LogReviewNotifier
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
     from episodic.settings import Settings
-    from functions import api
 
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="episodic-demo-"))
     if data_dir.exists() and any(data_dir.iterdir()):
@@ -64,8 +64,8 @@ def run_demo(data_dir: Path | None = None) -> int:
     print(f"episodic demo -- data dir {data_dir}\nloading the embedding model (all-MiniLM-L6-v2, offline)...")
     service = build_local_service(Settings(data_dir=data_dir))
     service.notifier = LogReviewNotifier(Logger(service="episodic-review", level="WARNING"))  # keep the tour readable
-    api.set_service(service)
-    server = create_server("127.0.0.1", 0, tokens, api.handler)
+    rest.set_service(service)
+    server = create_server("127.0.0.1", 0, tokens, rest.handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     agent, operator = _Client(base, agent_token), _Client(base, operator_token)
@@ -184,5 +184,5 @@ def run_demo(data_dir: Path | None = None) -> int:
     finally:
         server.shutdown()
         server.server_close()
-        api.set_service(None)
+        rest.set_service(None)
         service.close()

@@ -1,10 +1,10 @@
 """Ports: what the core needs from the outside world, as ``typing.Protocol``s.
 
-The use cases in :mod:`episodic.service` depend only on these. Adapters implement them:
+The use cases in :mod:`episodic.usecases` depend only on these, each on the few it uses. Adapters implement them:
 ``adapters.local`` with SQLite, files and MiniLM; ``adapters.aws`` with DynamoDB,
 OpenSearch, S3, Step Functions and Bedrock.
 
-Writes go through one call, :meth:`TimelineStore.apply`, with a :class:`Changes` set
+Writes go through one call, :meth:`EpisodeStore.apply`, with a :class:`Changes` set
 that must commit atomically: the episode, the status changes it causes, its audit
 records, its review and its idempotency record succeed or fail together. That is what
 makes "every decision is audited" and "nothing acknowledged is lost" hold on every
@@ -13,15 +13,20 @@ backend (a SQLite transaction locally, a DynamoDB transaction in AWS).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from episodic.model import AuditRecord, Episode, EventType, PrivacyClass, Review, ReviewStatus, Status
 from episodic.ranking import Candidate
 
-Vector = Sequence[float]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+Vector: TypeAlias = "Sequence[float] | npt.NDArray[np.float32]"
+"""A unit-length embedding: a list of floats, or the float32 array an embedder or store made."""
 
 
 class Clock(Protocol):
@@ -153,8 +158,12 @@ class AuditQuery:
     cursor: str | None = None
 
 
-class TimelineStore(Protocol):
-    """The source of truth: episodes, reviews, idempotency keys and the audit log."""
+class EpisodeStore(Protocol):
+    """The timeline itself: episodes, read by id or in scope, and the change sets that write them.
+
+    :meth:`apply` is the one write path of the whole service: a change set carries the
+    episodes, status changes, audit records, reviews and idempotency record of one use case,
+    and commits them together or not at all."""
 
     def apply(self, changes: Changes) -> None:
         """Commit atomically. Raises ``ConflictError`` when a create-once or expected-status
@@ -171,6 +180,16 @@ class TimelineStore(Protocol):
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None: ...
 
+    def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]: ...
+
+    def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
+        """Ids of session summaries whose sourceRefs cite any of ``event_ids`` (erasure cascade)."""
+        ...
+
+
+class ReviewQueue(Protocol):
+    """Reviews waiting for (or closed by) a human; opened and closed through :meth:`EpisodeStore.apply`."""
+
     def get_review(self, tenant_id: str, review_id: str) -> Review | None: ...
 
     def list_reviews(self, tenant_id: str, status: ReviewStatus | None, limit: int) -> list[Review]: ...
@@ -179,21 +198,28 @@ class TimelineStore(Protocol):
         """Pending reviews of every tenant requested before ``before`` (for the timeout sweep)."""
         ...
 
-    def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
-        """Episodes of every tenant whose retention has passed (for the expiry sweep)."""
-        ...
 
-    def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]: ...
-
-    def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
-        """Ids of session summaries whose sourceRefs cite any of ``event_ids`` (erasure cascade)."""
-        ...
+class AuditLog(Protocol):
+    """The append-only record of every decision; appended through :meth:`EpisodeStore.apply`."""
 
     def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]: ...
+
+
+class TenantSettings(Protocol):
+    """Per-tenant switches an operator flips (today: whether the tenant accepts writes)."""
 
     def writes_enabled(self, tenant_id: str) -> bool: ...
 
     def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None: ...
+
+
+class MaintenanceScans(Protocol):
+    """Reads across every tenant for the service's own schedules (expiry, decay, summaries);
+    never reachable from a tenant's request."""
+
+    def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
+        """Episodes of every tenant whose retention has passed (for the expiry sweep)."""
+        ...
 
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
         """``(tenant, actor, count)`` of every actor (all tenants) with at least ``min_count`` active
@@ -204,6 +230,10 @@ class TimelineStore(Protocol):
         """A page of active episodes of every tenant, for the relevance-decay sweep."""
         ...
 
+
+class VectorMaintenance(Protocol):
+    """Re-embedding: find vectors another model made and replace them."""
+
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         """Episodes (any tenant) whose vector is missing or came from another embedder."""
         ...
@@ -212,9 +242,44 @@ class TimelineStore(Protocol):
         """Replace these episodes' vectors, recording which embedder made them."""
         ...
 
-    def compact_after_erasure(self) -> None:
-        """Make sure erased bytes do not linger (free pages, logs) where the backend allows it."""
+
+class ErasureCompaction(Protocol):
+    """Where a backend keeps erased bytes after a delete (SQLite's free pages and WAL), this
+    makes sure they do not linger. Backends that do not (DynamoDB) have no such port."""
+
+    def compact_after_erasure(self) -> None: ...
+
+
+class ReviewTokens(Protocol):
+    """The Step Functions task token a waiting review workflow gave, kept with its review."""
+
+    def attach_review_token(self, tenant_id: str, review_id: str, token: str) -> bool:
+        """Store the token; False when the review is no longer pending (nothing waits then)."""
         ...
+
+    def review_token(self, tenant_id: str, review_id: str) -> str | None: ...
+
+
+class TimelineStore(EpisodeStore, ReviewQueue, AuditLog, TenantSettings, MaintenanceScans, VectorMaintenance, Protocol):
+    """Every port a timeline backend serves; both stores implement all of them in one class,
+    and each use case is handed only the ones it uses (:class:`~episodic.usecases.deps.Deps`)."""
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """An episode as a scope read returns it, with the vector stored beside it (if any) and
+    the name of the model that made that vector."""
+
+    episode: Episode
+    vector: Vector | None
+    embedder: str | None
+
+
+class ScopeReader(Protocol):
+    """Episodes inside a scope, newest first, with their vectors: what an exact in-process
+    recall index ranks when no search engine is configured."""
+
+    def read_scope(self, scope: Scope) -> Iterator[StoredEpisode]: ...
 
 
 @dataclass(frozen=True)
@@ -245,6 +310,14 @@ class RecallIndex(Protocol):
         cosine, comparing the query vector only with vectors made by ``embedder`` (the model
         that made the query vector). Without a query: the newest ``pool_size``."""
         ...
+
+
+class RecallProjection(Protocol):
+    """A search index fed from the timeline (the stream processor keeps OpenSearch in step)."""
+
+    def upsert(self, episode: Episode, vector: Vector | None, embedder: str | None = None) -> None: ...
+
+    def remove(self, tenant_id: str, event_id: str) -> None: ...
 
 
 class ColdArchive(Protocol):

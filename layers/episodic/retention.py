@@ -20,7 +20,8 @@ AGE_HALF_LIFE_DAYS = 30.0
 
 def retention_score(episode: Episode, now: datetime, tag_weights: Mapping[str, float] | None = None) -> float:
     access = min(math.log1p(episode.access_count) / math.log1p(ACCESS_SATURATION), 1.0)
-    weights = [w for t in episode.tags if (w := (tag_weights or {}).get(t)) is not None]
+    # A weight that is not a number (NaN) would make the score NaN: it counts as no weight.
+    weights = [w for t in episode.tags if (w := (tag_weights or {}).get(t)) is not None and not math.isnan(w)]
     tag = max(weights) if weights else episode.importance
     age_days = max((now - episode.occurred_at).total_seconds(), 0.0) / 86400.0
     age = 0.5 ** (age_days / AGE_HALF_LIFE_DAYS)

@@ -11,30 +11,44 @@ every use case sees the change.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from episodic.model import (
     AuditRecord,
+    BusyActor,
     Caller,
+    DigestOutcome,
     Episode,
     EpisodeProposal,
+    ErasureResult,
     EventType,
+    ForgetReport,
+    Health,
     RecallRequest,
     RecallResponse,
     RememberResult,
     ReviewStatus,
     ReviewView,
     Status,
+    SweepReport,
     TimelinePage,
+    WritesStatus,
 )
 from episodic.policy import WritePolicy
-from episodic.ports import ColdArchive, Embedder, RecallIndex, ReviewNotifier, Summariser, TimelineStore
+from episodic.ports import (
+    ColdArchive,
+    Embedder,
+    ErasureCompaction,
+    RecallIndex,
+    ReviewNotifier,
+    Summariser,
+    TimelineStore,
+)
 from episodic.ranking import Ranker
 from episodic.settings import Settings
 from episodic.usecases.admin import Admin
-from episodic.usecases.archival import Archival, ForgetReport
+from episodic.usecases.archival import Archival
 from episodic.usecases.deps import Deps, SystemClock
 from episodic.usecases.erasure import Erasure
 from episodic.usecases.feedback import Feedback
@@ -62,22 +76,12 @@ class _Dependency(Generic[T]):
         setattr(service.deps, self.name, value)
 
 
-@dataclass(frozen=True)
-class SweepReport:
-    expired: int
-    reviews_timed_out: int
-
-    def __bool__(self) -> bool:
-        """True when the sweep did something (so quiet ticks are not logged)."""
-        return bool(self.expired or self.reviews_timed_out)
-
-
 class MemoryService:
-    store: _Dependency[TimelineStore] = _Dependency()
     index: _Dependency[RecallIndex] = _Dependency()
     archive: _Dependency[ColdArchive] = _Dependency()
     embedder: _Dependency[Embedder] = _Dependency()
     notifier: _Dependency[ReviewNotifier] = _Dependency()
+    summariser: _Dependency[Summariser | None] = _Dependency()
     settings: _Dependency[Settings] = _Dependency()
     policy: _Dependency[WritePolicy] = _Dependency()
     clock: _Dependency[Any] = _Dependency()
@@ -92,21 +96,28 @@ class MemoryService:
         archive: ColdArchive,
         embedder: Embedder,
         notifier: ReviewNotifier,
+        summariser: Summariser | None = None,
+        compaction: ErasureCompaction | None = None,
         settings: Settings | None = None,
         policy: WritePolicy | None = None,
         clock: Any = None,
         backend: str = "custom",
         closers: Sequence[Callable[[], None]] = (),
     ) -> None:
-        """``closers`` release what the composition root opened for this service (database
-        connections, say); :meth:`close` calls them, and the service is a context manager."""
+        """``store`` serves every store port (:class:`~episodic.ports.TimelineStore`); ``compaction``
+        is the backend's way to drop erased bytes, where it keeps any. ``closers`` release what
+        the composition root opened for this service (database connections, say); :meth:`close`
+        calls them, and the service is a context manager."""
         settings = settings or Settings()
-        self.deps = Deps(
-            store=store,
+        self.store = store  # the composed store, for tools and tests that inspect the backend
+        self.deps = Deps.over_store(
+            store,
+            compaction=compaction,
             index=index,
             archive=archive,
             embedder=embedder,
             notifier=notifier,
+            summariser=summariser,
             settings=settings,
             policy=policy or WritePolicy(),
             clock=clock or SystemClock(),
@@ -179,10 +190,10 @@ class MemoryService:
     def feedback(self, caller: Caller, event_id: str, helpful: bool, note: str | None = None) -> Episode:
         return self.feedbacks.feedback(caller, event_id, helpful, note)
 
-    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> dict[str, Any]:
+    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> ErasureResult:
         return self.erasure.erase(caller, event_id, reason)
 
-    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> dict[str, Any]:
+    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> ErasureResult:
         return self.erasure.erase_actor(caller, actor_id, reason)
 
     def restore(self, caller: Caller, event_id: str, expires_at: datetime | None = None) -> Episode:
@@ -202,16 +213,16 @@ class MemoryService:
         return SweepReport(expired=expired, reviews_timed_out=timed_out)
 
     # summarisation
-    def busy_actors(self, now: datetime) -> list[dict[str, Any]]:
+    def busy_actors(self, now: datetime) -> list[BusyActor]:
         return self.summarisation.busy_actors(now)
 
     def summarise_actor(
-        self, summariser: Summariser, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
+        self, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
     ) -> RememberResult:
-        return self.summarisation.summarise_actor(summariser, tenant_id, actor_id, window_start, window_end)
+        return self.summarisation.summarise_actor(tenant_id, actor_id, window_start, window_end)
 
-    def summarise(self, summariser: Summariser) -> list[dict[str, Any]]:
-        return self.summarisation.summarise(summariser)
+    def summarise(self) -> list[DigestOutcome]:
+        return self.summarisation.summarise()
 
     # reviews
     def list_reviews(
@@ -238,13 +249,13 @@ class MemoryService:
     ) -> tuple[list[AuditRecord], str | None]:
         return self.admin.audit(caller, event_id=event_id, action=action, since=since, limit=limit, cursor=cursor)
 
-    def set_writes(self, caller: Caller, enabled: bool, reason: str | None = None) -> dict[str, Any]:
+    def set_writes(self, caller: Caller, enabled: bool, reason: str | None = None) -> WritesStatus:
         return self.admin.set_writes(caller, enabled, reason)
 
-    def writes_status(self, tenant_id: str) -> dict[str, Any]:
+    def writes_status(self, tenant_id: str) -> WritesStatus:
         return self.admin.writes_status(tenant_id)
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         return self.admin.health()
 
     def reembed(self, batch_size: int = 256, progress: Callable[[int], Any] | None = None) -> int:

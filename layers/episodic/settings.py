@@ -2,7 +2,8 @@
 
 Nothing reads the environment at import time; entry points call
 :meth:`Settings.from_env` in their composition root, and tests build ``Settings``
-directly.
+directly. Every ``EPISODIC_*`` variable the service reads is a field here (the name
+upper-cased: ``EPISODIC_DATA_DIR`` is ``data_dir``).
 """
 
 from __future__ import annotations
@@ -10,14 +11,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from episodic.ranking import RankingWeights
 
 
 class Settings(BaseModel):
+    backend: str = Field(default="local", pattern="^(local|aws)$", description="Which composition to build")
     data_dir: Path = Path(".episodic")
+    host: str = Field(default="127.0.0.1", description="Where `episodic serve` listens")
+    port: int = Field(default=8765, ge=0, le=65535)
     writes_disabled: bool = Field(
         default=False, description="Deployment-wide kill-switch; operators also have a per-tenant one."
     )
@@ -26,7 +31,9 @@ class Settings(BaseModel):
     half_life_days: float = Field(default=30.0, gt=0)
     min_relevance: float = Field(default=0.2, ge=0, le=1)
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
-    tag_weights: dict[str, float] = Field(default_factory=dict)
+    tag_weights: dict[str, Annotated[float, Field(allow_inf_nan=False)]] = Field(
+        default_factory=dict, description="Retention weight in [0, 1] per tag (a tag's weight replaces importance)"
+    )
     decay_threshold: float = Field(default=3.0, ge=0, le=10, description="Archive below this retention score")
     decay_idle_days: float = Field(default=30.0, gt=0, description="...and when not recalled for this long")
     summary_min_events: int = Field(default=5, ge=1, description="Summarise actors with more events than this")
@@ -46,6 +53,16 @@ class Settings(BaseModel):
     opensearch_service: str = Field(default="es", pattern="^(es|aoss)$")
     aws_region: str | None = None
     review_state_machine_arn: str | None = Field(default=None, description="Step Functions review workflow")
+    summary_model_id: str | None = Field(
+        default=None, description="Bedrock model for digests (grounding-checked, extractive fallback)"
+    )
+    ingest_mapping: Path | None = Field(default=None, description="The EventBridge ingestion mapping file")
+
+    @field_validator("tag_weights")
+    @classmethod
+    def _lower_case_tags(cls, weights: dict[str, float]) -> dict[str, float]:
+        """Tags are stored lower-case, so weights are looked up lower-case whoever set them."""
+        return {tag.strip().lower(): weight for tag, weight in weights.items()}
 
     def ranking_weights(self) -> RankingWeights:
         return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from episodic.adapters.local.summariser import ExtractiveSummariser
 from episodic.errors import StorageError
 from episodic.model import Decision, PrivacyClass, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
@@ -83,9 +82,9 @@ def test_given_private_and_sensitive_sources_when_summarised_then_the_digest_kee
             ),
         )
         assert written.decision is Decision.ALLOW, written.reasons
-    outcomes = service.summarise(ExtractiveSummariser(service.embedder))
-    assert len(outcomes) == 1 and outcomes[0]["decision"] == "allow", outcomes
-    digest = service.get(OPERATOR, outcomes[0]["eventId"])
+    outcomes = service.summarise()
+    assert len(outcomes) == 1 and outcomes[0].decision == "allow", outcomes
+    digest = service.get(OPERATOR, outcomes[0].event_id)
     assert digest.privacy_class is PrivacyClass.PRIVATE
     assert len(digest.source_refs) == 6  # the sensitive episode is not copied into a digest
     unscoped = service.recall(AGENT, RecallRequest(query="Dana order shipped courier"))
@@ -148,7 +147,7 @@ def test_given_an_expired_digest_when_a_source_is_erased_then_no_copy_of_the_dig
         ).event_id
         for n in range(6)
     ]
-    digest = service.summarise(ExtractiveSummariser(service.embedder))[0]["eventId"]
+    digest = service.summarise()[0].event_id
     clock.advance(days=1, hours=1)  # the digest expires with its first source
     service.sweep()
     expired, _ = service.audit(OPERATOR, event_id=digest, action="episode.expired")

@@ -194,9 +194,9 @@ def test_given_an_actor_when_erased_then_episodes_archive_and_citing_summaries_a
     with pytest.raises(ForbiddenError):
         service.erase_actor(AGENT, "gail")
     result = service.erase_actor(OPERATOR, "gail", reason="GDPR art. 17 request #77")
-    assert set(result["erased"]) == {a.event_id, summary.event_id}
-    assert result["cascaded"] == [summary.event_id]
-    assert result["archivedRecordsDeleted"] == 1
+    assert set(result.erased) == {a.event_id, summary.event_id}
+    assert result.cascaded == [summary.event_id]
+    assert result.archived_records_deleted == 1
     assert not service.archive.contains("acme", b.event_id)
     assert service.store.get("acme", summary.event_id) is None
     assert service.get(AGENT, other.event_id).actor_id == "hal"
@@ -208,7 +208,7 @@ def test_given_a_retained_episode_when_an_agent_erases_it_then_only_an_operator_
     held = service.remember(AGENT, proposal(retention={"deleteOnRequest": False}))
     with pytest.raises(ForbiddenError):
         service.erase(AGENT, held.event_id)
-    assert service.erase(OPERATOR, held.event_id)["erased"] == [held.event_id]
+    assert service.erase(OPERATOR, held.event_id).erased == [held.event_id]
 
 
 def test_given_many_episodes_when_the_timeline_is_paged_then_every_item_comes_once_in_order(service):
@@ -347,7 +347,7 @@ def test_given_a_summary_touching_more_than_100_items_when_written_then_it_commi
     by_tag = service.timeline(AGENT, tags=["job-31"], actor_id="ops-bot")
     assert [e.event_id for e in by_tag.items] == [summary.event_id]
     erased = service.erase(AGENT, sources[0].event_id)
-    assert erased["cascaded"] == [summary.event_id]
+    assert erased.cascaded == [summary.event_id]
     assert service.timeline(AGENT, tags=["job-31"], actor_id="ops-bot").items == []
 
 

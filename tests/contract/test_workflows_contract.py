@@ -4,7 +4,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.adapters.local.summariser import ExtractiveSummariser
 from episodic.model import Decision, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 
@@ -36,20 +35,20 @@ def test_given_a_busy_actor_when_summarised_then_a_grounded_three_line_digest_ci
     written = write_day(service, clock)
     for n in range(3):  # a quiet actor is not summarised
         service.remember(AGENT, proposal(summary=f"Quiet actor note {n}: rotated log volume", actorId="quiet"))
-    outcomes = service.summarise(ExtractiveSummariser(service.embedder))
-    assert [(o["actorId"], o["decision"]) for o in outcomes] == [("sre-lena", "allow")]
-    digest = service.get(AGENT, outcomes[0]["eventId"])
+    outcomes = service.summarise()
+    assert [(o.actor_id, o.decision) for o in outcomes] == [("sre-lena", "allow")]
+    digest = service.get(AGENT, outcomes[0].event_id)
     lines = digest.summary.split("\n")
     assert digest.event_type.value == "session_summary" and 1 <= len(lines) <= 3
     assert all(line in DAY_EVENTS for line in lines)  # extractive: nothing invented
     assert sorted(digest.source_refs) == sorted(f"episode:{i}" for i in written)
-    assert service.summarise(ExtractiveSummariser(service.embedder))[0]["eventId"] == digest.event_id  # re-run
+    assert service.summarise()[0].event_id == digest.event_id  # re-run
 
 
 def test_given_a_summary_when_a_source_is_erased_then_the_digest_goes_too(service, clock):
     written = write_day(service, clock)
-    outcome = service.summarise(ExtractiveSummariser(service.embedder))[0]
-    assert service.erase(AGENT, written[1])["cascaded"] == [outcome["eventId"]]
+    outcome = service.summarise()[0]
+    assert service.erase(AGENT, written[1]).cascaded == [outcome.event_id]
 
 
 def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_listed_and_restorable(service, clock):
@@ -109,4 +108,4 @@ def test_given_events_outside_the_window_when_busy_actors_are_found_then_they_do
         at = (clock.now() - timedelta(days=window_days + 1, hours=n)).isoformat()
         service.remember(AGENT, proposal(summary=f"Old batch job {n} reindexed 40k rows", actorId="etl", occurredAt=at))
     assert service.busy_actors(clock.now()) == []
-    assert service.busy_actors(datetime(2026, 11, 28, 6, tzinfo=UTC))[0]["actorId"] == "etl"
+    assert service.busy_actors(datetime(2026, 11, 28, 6, tzinfo=UTC))[0].actor_id == "etl"

@@ -48,7 +48,7 @@ from hypothesis import strategies as st
 
 import functions.api
 from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.summariser import ExtractiveSummariser
+from episodic.model import DigestOutcome
 from episodic.service import MemoryService
 from episodic.settings import Settings
 from tests.e2e.conftest import serving
@@ -281,30 +281,28 @@ def write_world(server: Server, planned: list[Planned]) -> World:
     return world
 
 
-def summarise_world(server: Server, world: World, minilm: Any) -> list[dict[str, Any]]:
+def summarise_world(server: Server, world: World) -> list[DigestOutcome]:
     """The 24-hour summarisation; each digest joins the world with the canaries it quotes."""
     assert server.service is not None
-    summariser = ExtractiveSummariser(minilm)
-    outcomes = server.service.summarise(summariser)
+    outcomes = server.service.summarise()
     failures = []
-    for outcome in (o for o in outcomes if o.get("failed")):
+    for outcome in (o for o in outcomes if o.failed):
         try:  # the outcome names only the exception type: run that actor again for the message
             server.service.summarise_actor(
-                summariser, outcome["tenantId"], outcome["actorId"],
-                datetime.fromisoformat(outcome["windowStart"]), datetime.fromisoformat(outcome["windowEnd"]),
-            )  # fmt: skip
+                outcome.tenant_id, outcome.actor_id, outcome.window_start, outcome.window_end
+            )
             failures.append(f"{outcome}")
         except Exception as exc:
             if "too few events" not in str(exc):  # busy by count, but mostly sensitive: no digest
-                failures.append(f"{outcome['tenantId']}/{outcome['actorId']}: {type(exc).__name__}: {exc}")
+                failures.append(f"{outcome.tenant_id}/{outcome.actor_id}: {type(exc).__name__}: {exc}")
     assert not failures, "the 24-hour summarisation failed:\n  " + "\n  ".join(failures)
-    assert {(o["tenantId"], o["actorId"]) for o in outcomes} <= {(p.tenant, p.actor) for p in world.planned}
-    digested = {o["tenantId"] for o in outcomes if o.get("decision") == "allow"}
+    assert {(o.tenant_id, o.actor_id) for o in outcomes} <= {(p.tenant, p.actor) for p in world.planned}
+    digested = {o.tenant_id for o in outcomes if o.decision == "allow"}
     assert digested == {p.tenant for p in world.planned}, f"no digest for every tenant's busy actor: {outcomes}"
     for outcome in outcomes:
-        if outcome.get("decision") != "allow":
+        if outcome.decision != "allow":
             continue
-        digest = server.service.get(_operator_caller(outcome["tenantId"]), outcome["eventId"])
+        digest = server.service.get(_operator_caller(outcome.tenant_id), outcome.event_id)
         quoted = frozenset(CANARY.findall(digest.summary))
         assert quoted, f"a digest quotes no source sentence: {digest.summary!r}"
         world.stored[digest.event_id] = Stored(
@@ -542,7 +540,7 @@ def exercise(server: Server, minilm: Any, planned: list[Planned], rng: random.Ra
     server.fresh_service()
     world = write_world(server, planned)
     assert len(world.stored) == len(planned)
-    summarise_world(server, world, minilm)
+    summarise_world(server, world)
     digests = check_digests_never_leak_unscoped(server, world)
     done = run_reads(server, world, rng, reads)
     done["digests_recalled_unscoped"] = digests

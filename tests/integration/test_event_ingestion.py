@@ -19,7 +19,7 @@ from episodic.adapters.local.server import LocalLambdaContext
 from episodic.errors import StorageError
 from episodic.ingest import EventIngestor, IngestMapping, load_mapping
 from episodic.model import Caller, Decision, Role, SourceTrust, Status
-from functions import api, events
+from functions import events
 
 SAMPLES = Path(__file__).parents[2] / "events" / "ingest"
 ACME = Caller(tenant_id="acme", role=Role.OPERATOR, principal_id="operator:acme")
@@ -213,16 +213,17 @@ def test_given_no_mapping_configured_when_the_ingestor_is_built_then_it_says_wha
         events.get_ingestor()
 
 
-def test_given_the_mapping_path_in_the_environment_when_invoked_then_the_handler_builds_its_ingestor(
-    local_service, monkeypatch
+def test_given_the_settings_in_the_environment_when_invoked_then_the_handler_builds_its_own_composition(
+    tmp_path, monkeypatch
 ):
     monkeypatch.setenv("EPISODIC_INGEST_MAPPING", str(SAMPLES / "mapping.json"))
-    api.set_service(local_service)
+    monkeypatch.setenv("EPISODIC_BACKEND", "local")
+    monkeypatch.setenv("EPISODIC_DATA_DIR", str(tmp_path / "data"))
     events.set_ingestor(None)
     try:
         assert invoke(sqs_batch(sample("incident_opened"))) == {"batchItemFailures": []}
-        assert events.get_ingestor().service is local_service
+        with events.get_ingestor().service as built:  # its own root: not the API's service
+            assert built.settings.data_dir == tmp_path / "data"
+            assert [e.actor_id for e in written(built, ACME)] == ["billing-api"]
     finally:
         events.set_ingestor(None)
-        api.set_service(None)
-    assert [e.actor_id for e in written(local_service, ACME)] == ["billing-api"]

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from episodic.model import Episode
 from episodic.retention import ACCESS_SATURATION, AGE_HALF_LIFE_DAYS, retention_score
@@ -173,15 +174,20 @@ def test_given_a_tag_weight_outside_zero_to_one_when_scored_then_it_is_clamped(w
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a NaN tag weight escapes both clamps (min/max keep NaN), so the score is NaN; "
-    "Settings.from_env accepts EPISODIC_TAG_WEIGHTS='billing=nan', and an episode stored with a NaN "
-    "retentionScore no longer validates as an Episode when read back",
-)
-def test_given_a_nan_tag_weight_when_scored_then_the_score_is_still_between_zero_and_ten():
-    score = retention_score(_episode(tags=["billing"]), OCCURRED, {"billing": math.nan})
-    assert 0.0 <= score <= 10.0
+def test_given_a_nan_tag_weight_when_scored_then_it_counts_as_no_weight():
+    episode = _episode(tags=["billing"])
+    score = retention_score(episode, OCCURRED, {"billing": math.nan})
+    assert score == retention_score(episode, OCCURRED)  # importance decides, as with no weight
+
+
+def test_given_a_non_finite_tag_weight_in_the_environment_when_settings_load_then_they_are_refused():
+    for raw in ("billing=nan", "billing=inf"):
+        with pytest.raises(ValidationError):
+            Settings.from_env({"EPISODIC_TAG_WEIGHTS": raw})
+
+
+def test_given_tag_weights_with_capitals_when_settings_are_built_then_they_match_lower_case_tags():
+    assert Settings(tag_weights={" Billing ": 0.5}).tag_weights == {"billing": 0.5}
 
 
 # ----------------------------------------------------------------------------- feedback

@@ -15,10 +15,11 @@ import pytest
 from moto import mock_aws
 
 from episodic.adapters.aws.bootstrap import build_aws_service
+from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.adapters.aws.tables import create_tables
 from episodic.model import Decision, Status
 from episodic.settings import Settings
-from functions import api, workflows
+from functions import workflows
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 STATEMACHINES = Path(__file__).parents[2] / "statemachines"
@@ -49,9 +50,9 @@ def stack(aws_env, minilm, clock):
         create_tables(dynamodb, "tl", "au")
         s3.create_bucket(Bucket="archive-test")
         service = build_aws_service(settings, dynamodb=dynamodb, s3=s3, embedder=minilm, stepfunctions=sfn, clock=clock)
-        api.set_service(service)
+        workflows.set_root(workflows.WorkflowRoot(service, DynamoTimelineStore(dynamodb, "tl", "au"), sfn))
         yield service, sfn, sqs, queue
-        api.set_service(None)
+        workflows.set_root(None)
 
 
 def deliver_review_messages(sqs, queue):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from episodic.model import AuditRecord, Caller
+from episodic.model import AuditRecord, Caller, Health, WritesStatus
 from episodic.ports import AuditQuery
 from episodic.usecases.deps import Deps, require_operator
 
@@ -29,33 +29,32 @@ class Admin:
         query = AuditQuery(
             tenant_id=caller.tenant_id, event_id=event_id, action=action, since=since, limit=limit, cursor=cursor
         )
-        return self.deps.store.audit(query)
+        return self.deps.audit_log.audit(query)
 
-    def set_writes(self, caller: Caller, enabled: bool, reason: str | None = None) -> dict[str, Any]:
+    def set_writes(self, caller: Caller, enabled: bool, reason: str | None = None) -> WritesStatus:
         """The operator kill-switch: disables writes for the tenant; recall keeps working."""
         require_operator(caller)
         now = self.deps.clock.now()
         action = "writes.enabled" if enabled else "writes.disabled"
-        self.deps.store.set_writes_enabled(
+        self.deps.tenants.set_writes_enabled(
             caller.tenant_id, enabled, self.deps.audit(caller, action, now, None, None, reason=reason)
         )
         return self.writes_status(caller.tenant_id)
 
-    def writes_status(self, tenant_id: str) -> dict[str, Any]:
+    def writes_status(self, tenant_id: str) -> WritesStatus:
         disabled = self.deps.settings.writes_disabled
-        return {
-            "writesEnabled": not disabled and self.deps.store.writes_enabled(tenant_id),
-            "deploymentKillSwitch": disabled,
-        }
+        return WritesStatus(
+            writes_enabled=not disabled and self.deps.tenants.writes_enabled(tenant_id),
+            deployment_kill_switch=disabled,
+        )
 
-    def health(self) -> dict[str, Any]:
-        return {
-            "status": "ok",
-            "backend": self.deps.backend,
-            "policyVersion": self.deps.policy.version,
-            "embedder": self.deps.embedder.name,
-            "deploymentWritesDisabled": self.deps.settings.writes_disabled,
-        }
+    def health(self) -> Health:
+        return Health(
+            backend=self.deps.backend,
+            policy_version=self.deps.policy.version,
+            embedder=self.deps.embedder.name,
+            deployment_writes_disabled=self.deps.settings.writes_disabled,
+        )
 
     def reembed(self, batch_size: int = 256, progress: Callable[[int], Any] | None = None) -> int:
         """Give every episode a vector from the current embedder (after a model change).
@@ -65,9 +64,9 @@ class Admin:
         """
         deps = self.deps
         done = 0
-        while batch := deps.store.stale_vectors(deps.embedder.name, batch_size):
+        while batch := deps.vectors.stale_vectors(deps.embedder.name, batch_size):
             vectors = deps.embedder.embed([e.search_text() for e in batch])
-            deps.store.set_vectors(list(zip(batch, vectors, strict=True)), deps.embedder.name)
+            deps.vectors.set_vectors(list(zip(batch, vectors, strict=True)), deps.embedder.name)
             done += len(batch)
             if progress is not None:
                 progress(done)

@@ -3,23 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from episodic.errors import ConflictError, InvalidRequestError, NotFoundError
 from episodic.expiry import archived_on_expiry, content_hash, expiry_detail
-from episodic.model import Caller, Episode, Role, Status
+from episodic.model import Caller, Episode, ForgetReport, Role, Status
 from episodic.ports import Changes, NewEpisode, StatsChange, StatusChange
 from episodic.retention import retention_score
 from episodic.usecases.deps import Deps, require_operator
-
-
-@dataclass(frozen=True)
-class ForgetReport:
-    examined: int
-    archived: list[str]
-    dry_run: bool
-    next_cursor: str | None
 
 
 class Archival:
@@ -31,12 +22,12 @@ class Archival:
         see :mod:`episodic.expiry`); returns how many. In AWS, TTL and the stream processor do this."""
         deps = self.deps
         expired = 0
-        for episode in deps.store.expired_episodes(now, limit):
+        for episode in deps.scans.expired_episodes(now, limit):
             key = deps.archive.put(episode, "retention_expired", now) if archived_on_expiry(episode) else None
             system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:sweep")
             audit = deps.audit(system, "episode.expired", now, episode.event_id, None, **expiry_detail(episode, key))
             try:
-                deps.store.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id], audit=[audit]))
+                deps.episodes.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id], audit=[audit]))
                 expired += 1
             except ConflictError:
                 continue
@@ -53,7 +44,7 @@ class Archival:
         deps = self.deps
         now = deps.clock.now()
         idle_cutoff = now - timedelta(days=deps.settings.decay_idle_days)
-        episodes, next_cursor = deps.store.active_page(cursor, page_size)
+        episodes, next_cursor = deps.scans.active_page(cursor, page_size)
         chosen: list[tuple[Episode, float]] = []
         for episode in episodes:
             score = retention_score(episode, now, deps.settings.tag_weights)
@@ -73,7 +64,7 @@ class Archival:
                 lastAccessedAt=(episode.last_accessed_at or episode.recorded_at).isoformat(),
             )  # fmt: skip
             try:
-                deps.store.apply(
+                deps.episodes.apply(
                     Changes(
                         tenant_id=episode.tenant_id,
                         status=[StatusChange(episode.event_id, Status.ACTIVE, Status.ARCHIVED)],
@@ -97,7 +88,7 @@ class Archival:
         require_operator(caller)
         deps = self.deps
         now = deps.clock.now()
-        held = deps.store.get(caller.tenant_id, event_id)
+        held = deps.episodes.get(caller.tenant_id, event_id)
         if held is not None and held.status is Status.ARCHIVED:
             return self._unarchive(caller, held, now)
         if held is not None and deps.archive.contains(caller.tenant_id, event_id):
@@ -125,7 +116,7 @@ class Archival:
             archivedReason=record.get("reason"),
             expiresAt=retention.expires_at.isoformat() if retention.expires_at else None,
         )
-        deps.store.apply(
+        deps.episodes.apply(
             Changes(
                 tenant_id=caller.tenant_id,
                 put=[NewEpisode(episode=episode, vector=vector, embedder=deps.embedder.name)],
@@ -139,7 +130,7 @@ class Archival:
         """An episode archived by relevance decay goes back to ``active`` where it stands."""
         deps = self.deps
         audit = deps.audit(caller, "episode.restored", now, episode.event_id, None, archivedReason="relevance_decay")
-        deps.store.apply(
+        deps.episodes.apply(
             Changes(
                 tenant_id=caller.tenant_id,
                 status=[StatusChange(episode.event_id, Status.ARCHIVED, Status.ACTIVE)],

@@ -1,5 +1,10 @@
 """What every use case shares: the ports, the settings, the policy, the clock, the ids, and
-the two helpers every one of them needs (building an audit record, requiring an operator)."""
+the two helpers every one of them needs (building an audit record, requiring an operator).
+
+The store's ports are separate fields (episodes, reviews, audit log, tenant settings,
+maintenance scans, vector maintenance) so each use case reaches only the ones it needs and a
+backend may serve them from different places; :meth:`Deps.over_store` fills them all from
+one store that serves every port, as both bundled stores do."""
 
 from __future__ import annotations
 
@@ -14,7 +19,22 @@ from ulid import ULID
 from episodic.errors import ForbiddenError, NotFoundError
 from episodic.model import AuditRecord, Caller, Episode, PolicyDecision
 from episodic.policy import WritePolicy
-from episodic.ports import ColdArchive, Embedder, RecallIndex, ReviewNotifier, TimelineStore
+from episodic.ports import (
+    AuditLog,
+    Clock,
+    ColdArchive,
+    Embedder,
+    EpisodeStore,
+    ErasureCompaction,
+    MaintenanceScans,
+    RecallIndex,
+    ReviewNotifier,
+    ReviewQueue,
+    Summariser,
+    TenantSettings,
+    TimelineStore,
+    VectorMaintenance,
+)
 from episodic.ranking import Ranker
 from episodic.settings import Settings
 
@@ -48,17 +68,32 @@ def hash_text(value: str) -> str:
 
 @dataclass
 class Deps:
-    store: TimelineStore
+    episodes: EpisodeStore
+    reviews: ReviewQueue
+    audit_log: AuditLog
+    tenants: TenantSettings
+    scans: MaintenanceScans
+    vectors: VectorMaintenance
     index: RecallIndex
     archive: ColdArchive
     embedder: Embedder
     notifier: ReviewNotifier
+    summariser: Summariser | None
     settings: Settings
     policy: WritePolicy
-    clock: Any  # episodic.ports.Clock
+    clock: Clock
     ranker: Ranker
     backend: str = "custom"
+    compaction: ErasureCompaction | None = None
     ids: MonotonicIds = field(default_factory=MonotonicIds)
+
+    @classmethod
+    def over_store(cls, store: TimelineStore, compaction: ErasureCompaction | None = None, **rest: Any) -> Deps:
+        """Every store port served by ``store``."""
+        return cls(
+            episodes=store, reviews=store, audit_log=store, tenants=store, scans=store, vectors=store,
+            compaction=compaction, **rest,
+        )  # fmt: skip
 
     def audit(
         self,
@@ -89,7 +124,7 @@ class Deps:
 
     def visible(self, caller: Caller, event_id: str) -> Episode:
         """The caller's tenant's episode, unexpired; anything else is not found."""
-        episode = self.store.get(caller.tenant_id, event_id)
+        episode = self.episodes.get(caller.tenant_id, event_id)
         if episode is None or episode.is_expired(self.clock.now()):
             raise NotFoundError(f"no episode {event_id}")
         return episode

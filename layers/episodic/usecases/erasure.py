@@ -5,11 +5,10 @@ with a content hash, never the text."""
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from episodic.errors import ForbiddenError, NotFoundError
 from episodic.expiry import content_hash
-from episodic.model import Caller
+from episodic.model import Caller, ErasureResult
 from episodic.ports import Changes
 from episodic.usecases.deps import Deps, hash_text, require_operator
 
@@ -19,10 +18,10 @@ class Erasure:
         self.deps = deps
         self._lock = threading.Lock()
 
-    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> dict[str, Any]:
+    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> ErasureResult:
         """Erase one episode everywhere, and the summaries that cite it; leave tombstones."""
         deps = self.deps
-        episode = deps.store.get(caller.tenant_id, event_id)
+        episode = deps.episodes.get(caller.tenant_id, event_id)
         archived = episode is None and deps.archive.contains(caller.tenant_id, event_id)
         if episode is None and not archived:
             raise NotFoundError(f"no episode {event_id}")
@@ -30,11 +29,11 @@ class Erasure:
             raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
         return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
 
-    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> dict[str, Any]:
+    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> ErasureResult:
         """Erase everything about an actor: timeline, index, archive, derived summaries."""
         require_operator(caller)
         deps = self.deps
-        ids = deps.store.event_ids_of_actor(caller.tenant_id, actor_id)
+        ids = deps.episodes.event_ids_of_actor(caller.tenant_id, actor_id)
         archived = deps.archive.delete_actor(caller.tenant_id, actor_id)  # copies first: see _erase_ids
         result = self._erase_ids(caller, ids, reason or "actor_erasure_requested", scope="actor")
         now = deps.clock.now()
@@ -45,23 +44,22 @@ class Erasure:
             None,
             None,
             actorHash=hash_text(f"{caller.tenant_id}/{actor_id}"),
-            erasedEpisodes=len(result["erased"]),
+            erasedEpisodes=len(result.erased),
             archivedRecordsDeleted=archived,
         )
-        deps.store.apply(Changes(tenant_id=caller.tenant_id, audit=[erased]))
-        result["archivedRecordsDeleted"] = result["archivedRecordsDeleted"] + archived
-        return result
+        deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[erased]))
+        return result.model_copy(update={"archived_records_deleted": result.archived_records_deleted + archived})
 
-    def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> dict[str, Any]:
+    def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> ErasureResult:
         """Archive copies go first, then the timeline with its tombstones in one commit: if either
         step fails the caller gets an error and a retry finishes the job, and no failure leaves a
         copy of erased text behind a tombstone that says it is gone."""
         deps = self.deps
         with self._lock:
             now = deps.clock.now()
-            cascade = deps.store.summaries_citing(caller.tenant_id, ids) if ids else []
+            cascade = deps.episodes.summaries_citing(caller.tenant_id, ids) if ids else []
             all_ids = list(dict.fromkeys([*ids, *cascade]))
-            found = deps.store.get_many(caller.tenant_id, all_ids)
+            found = deps.episodes.get_many(caller.tenant_id, all_ids)
             changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
             for event_id in all_ids:
                 episode = found.get(event_id)
@@ -79,6 +77,9 @@ class Erasure:
                     )
                 )
             archived = deps.archive.delete_events(caller.tenant_id, all_ids)
-            deps.store.apply(changes)
-            deps.store.compact_after_erasure()
-        return {"erased": all_ids, "cascaded": [i for i in cascade if i not in ids], "archivedRecordsDeleted": archived}
+            deps.episodes.apply(changes)
+            if deps.compaction is not None:
+                deps.compaction.compact_after_erasure()
+        return ErasureResult(
+            erased=all_ids, cascaded=[i for i in cascade if i not in ids], archived_records_deleted=archived
+        )

@@ -31,7 +31,7 @@ class Feedback:
             helpful=helpful,
             noteHash=hash_text(note) if note else None,
         )
-        deps.store.apply(
+        deps.episodes.apply(
             Changes(
                 tenant_id=caller.tenant_id,
                 stats=[StatsChange(event_id, updated.feedback_score, count, updated.retention_score)],

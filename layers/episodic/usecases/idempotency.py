@@ -47,7 +47,7 @@ class Idempotency:
         item_keys = [stored_idempotency_key(k) for k in item_keys]
         results: list[RememberResult | None] = []
         for item_key in item_keys:
-            previous = self.deps.store.find_idempotency(caller.tenant_id, item_key)
+            previous = self.deps.episodes.find_idempotency(caller.tenant_id, item_key)
             results.append(None if previous is None else self.replayed(caller, previous, request_hash, kind))
         pending = [i for i, r in enumerate(results) if r is None]
         if pending:
@@ -66,7 +66,7 @@ class Idempotency:
         result = RememberResult.model_validate(previous.result)
         if kind != "remember" or result.decision is not Decision.ALLOW or result.event_id is None:
             return result
-        episode = self.deps.store.get(caller.tenant_id, result.event_id)
+        episode = self.deps.episodes.get(caller.tenant_id, result.event_id)
         if episode is None:
             raise ConflictError(
                 "the episode written with this Idempotency-Key has since been erased; use a new key to write again",

@@ -103,7 +103,7 @@ class Reads:
             occurred_before=occurred_before,
             statuses=statuses,
         )
-        items, next_cursor = self.deps.store.timeline(
+        items, next_cursor = self.deps.episodes.timeline(
             TimelineQuery(scope=scope, limit=limit, cursor=cursor, newest_first=newest_first)
         )
         return TimelinePage(items=items, next_cursor=next_cursor)
@@ -136,7 +136,7 @@ class Reads:
         vector, degraded = self._query_vector(query)
         pool = max(deps.settings.recall_pool_size, request.limit)
         found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
-        episodes = deps.store.get_many(caller.tenant_id, [c.event_id for c in found.items])
+        episodes = deps.episodes.get_many(caller.tenant_id, [c.event_id for c in found.items])
         # The index is a projection: re-check the scope against the source of truth.
         episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
         ranked = deps.ranker.rank(found.items, episodes, now, has_query=query is not None, limit=len(episodes))
@@ -161,10 +161,10 @@ class Reads:
                 "actorScoped": request.actor_id is not None,
             },
         )
-        deps.store.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
+        deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
         if returned:
             try:
-                deps.store.record_access(caller.tenant_id, returned, now)
+                deps.episodes.record_access(caller.tenant_id, returned, now)
             except StorageError:
                 # Access counts feed relevance decay; they are not worth failing a recall that was
                 # served and audited. The next recall of these episodes counts again.
@@ -206,7 +206,7 @@ class Reads:
             occurred_after=ep.occurred_at - window,
             occurred_before=ep.occurred_at + window,
         )
-        nearby, _ = self.deps.store.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
+        nearby, _ = self.deps.episodes.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
         same = [e for e in nearby if e.session_id == ep.session_id]
         at = next((i for i, e in enumerate(same) if e.event_id == ep.event_id), None)
         if at is None:

@@ -24,14 +24,14 @@ class Reviews:
         self, caller: Caller, status: ReviewStatus | None = ReviewStatus.PENDING, limit: int = 100
     ) -> list[ReviewView]:
         require_operator(caller)
-        reviews = self.deps.store.list_reviews(caller.tenant_id, status, limit)
-        episodes = self.deps.store.get_many(caller.tenant_id, [r.event_id for r in reviews])
+        reviews = self.deps.reviews.list_reviews(caller.tenant_id, status, limit)
+        episodes = self.deps.episodes.get_many(caller.tenant_id, [r.event_id for r in reviews])
         return [ReviewView(review=r, episode=episodes.get(r.event_id)) for r in reviews]
 
     def decide_review(self, caller: Caller, review_id: str, approve: bool, note: str | None = None) -> ReviewView:
         """An operator approves (activate) or denies (remove) a pending write."""
         require_operator(caller)
-        review = self.deps.store.get_review(caller.tenant_id, review_id)
+        review = self.deps.reviews.get_review(caller.tenant_id, review_id)
         if review is None:
             raise NotFoundError(f"no review {review_id}")
         if review.status is not ReviewStatus.PENDING:
@@ -41,7 +41,7 @@ class Reviews:
 
     def expire_review(self, tenant_id: str, review_id: str) -> str:
         """The review workflow timed out: deny by default. Idempotent (a closed review stays closed)."""
-        review = self.deps.store.get_review(tenant_id, review_id)
+        review = self.deps.reviews.get_review(tenant_id, review_id)
         if review is None:
             return "unknown"
         if review.status is not ReviewStatus.PENDING:
@@ -55,7 +55,7 @@ class Reviews:
 
     def time_out(self, requested_before: datetime, limit: int) -> int:
         """Deny every review still pending that was requested before ``requested_before``."""
-        stale = self.deps.store.reviews_requested_before(requested_before, limit)
+        stale = self.deps.reviews.reviews_requested_before(requested_before, limit)
         return sum(self.expire_review(r.tenant_id, r.review_id) == "expired" for r in stale)
 
     def _close(
@@ -63,7 +63,7 @@ class Reviews:
     ) -> ReviewView:
         deps = self.deps
         now = deps.clock.now()
-        episode = deps.store.get(review.tenant_id, review.event_id)
+        episode = deps.episodes.get(review.tenant_id, review.event_id)
         changes = Changes(tenant_id=review.tenant_id)
         changes.reviews_close.append(ReviewChange(review.review_id, outcome, now, reviewer, note))
         if episode is not None:
@@ -86,7 +86,7 @@ class Reviews:
                 noteHash=hash_text(note) if note else None,
             )
         )
-        deps.store.apply(changes)
+        deps.episodes.apply(changes)
         closed = review.model_copy(update={"status": outcome, "decided_at": now, "reviewer": reviewer, "note": note})
         deps.notifier.review_decided(closed)
         return ReviewView(review=closed, episode=episode)

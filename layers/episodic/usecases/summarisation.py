@@ -7,11 +7,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from episodic.citations import cite
 from episodic.digests import digest_privacy, digestible
-from episodic.errors import InvalidRequestError
+from episodic.errors import EpisodicError, InvalidRequestError
 from episodic.model import (
+    BusyActor,
     Caller,
     Confidence,
+    DigestOutcome,
     EpisodeProposal,
     EventType,
     ProposedBy,
@@ -25,9 +28,6 @@ from episodic.usecases.deps import Deps
 from episodic.usecases.reads import Reads
 from episodic.usecases.writes import Writes
 
-SUMMARY_REF_PREFIX = "episode:"
-"""How a summary's sourceRefs cite the episodes it was made from (``episode:<eventId>``)."""
-
 SUMMARY_MAX_SOURCES = 50
 """A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
 
@@ -38,17 +38,14 @@ class Summarisation:
         self.reads = reads
         self.writes = writes
 
-    def busy_actors(self, now: datetime) -> list[dict[str, Any]]:
+    def busy_actors(self, now: datetime) -> list[BusyActor]:
         """Actors with more than ``summary_min_events`` events in the trailing 24 hours."""
         since = now - timedelta(hours=24)
-        busy = self.deps.store.busy_actors(since, now, self.deps.settings.summary_min_events + 1)
-        return [
-            {"tenantId": t, "actorId": a, "events": n, "windowStart": since.isoformat(), "windowEnd": now.isoformat()}
-            for t, a, n in busy
-        ]
+        busy = self.deps.scans.busy_actors(since, now, self.deps.settings.summary_min_events + 1)
+        return [BusyActor(tenant_id=t, actor_id=a, events=n, window_start=since, window_end=now) for t, a, n in busy]
 
     def summarise_actor(
-        self, summariser: Summariser, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
+        self, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
     ) -> RememberResult:
         """Write a digest of one actor's window whose sourceRefs cite every event it summarises;
         the idempotency key makes a re-run of the same window a replay, not a copy."""
@@ -65,14 +62,14 @@ class Summarisation:
         sources = [e for e in page.items if digestible(e)][:SUMMARY_MAX_SOURCES]
         if len(sources) <= self.deps.settings.summary_min_events:
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
-        lines = summariser.summarise(sources, max_lines=3)[:3]
+        lines = self._summariser().summarise(sources, max_lines=3)[:3]
         expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
         proposal = EpisodeProposal(
             event_type=EventType.SESSION_SUMMARY,
             actor_id=actor_id,
             occurred_at=max(e.occurred_at for e in sources),
             summary="\n".join(lines),
-            source_refs=[f"{SUMMARY_REF_PREFIX}{e.event_id}" for e in sources],
+            source_refs=[cite(e.event_id) for e in sources],
             source_trust=SourceTrust.TOOL_RESULT,
             proposed_by=ProposedBy.WORKFLOW,
             confidence=Confidence.MEDIUM,
@@ -86,18 +83,24 @@ class Summarisation:
         key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
         return self.writes.remember(caller, proposal, idempotency_key=key)
 
-    def summarise(self, summariser: Summariser) -> list[dict[str, Any]]:
+    def summarise(self) -> list[DigestOutcome]:
         """The 24-hour summarisation, in-process: one digest per busy actor; one failure does
         not stop the others (each outcome is reported)."""
         outcomes = []
-        for item in self.busy_actors(self.deps.clock.now()):
+        for busy in self.busy_actors(self.deps.clock.now()):
             try:
-                result = self.summarise_actor(
-                    summariser, item["tenantId"], item["actorId"],
-                    datetime.fromisoformat(item["windowStart"]), datetime.fromisoformat(item["windowEnd"]),
-                )  # fmt: skip
-                outcomes.append({**item, "decision": result.decision.value, "eventId": result.event_id,
-                                 "reasons": result.reasons})  # fmt: skip
+                result = self.summarise_actor(busy.tenant_id, busy.actor_id, busy.window_start, busy.window_end)
+                outcome: dict[str, Any] = {
+                    "decision": result.decision,
+                    "event_id": result.event_id,
+                    "reasons": result.reasons,
+                }
             except Exception as exc:  # reported per actor, like the Map state's Catch
-                outcomes.append({**item, "failed": True, "error": type(exc).__name__})
+                outcome = {"failed": True, "error": type(exc).__name__}
+            outcomes.append(DigestOutcome(**busy.model_dump(), **outcome))
         return outcomes
+
+    def _summariser(self) -> Summariser:
+        if self.deps.summariser is None:
+            raise EpisodicError("no summariser is configured for this service (a composition error)")
+        return self.deps.summariser

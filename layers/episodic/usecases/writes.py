@@ -69,7 +69,7 @@ class Writes:
         """Mark what ``episode`` supersedes ``superseded``, audited, in the same ``changes``."""
         if not episode.supersedes_event_ids:
             return
-        found = self.deps.store.get_many(caller.tenant_id, episode.supersedes_event_ids)
+        found = self.deps.episodes.get_many(caller.tenant_id, episode.supersedes_event_ids)
         missing = [i for i in episode.supersedes_event_ids if i not in found]
         if missing:
             raise InvalidRequestError("supersedesEventIds names unknown episodes", eventIds=missing)
@@ -82,7 +82,7 @@ class Writes:
     def _checked(
         self, caller: Caller, kind: str, proposals: list[EpisodeProposal], key: str | None
     ) -> list[RememberResult]:
-        if self.deps.settings.writes_disabled or not self.deps.store.writes_enabled(caller.tenant_id):
+        if self.deps.settings.writes_disabled or not self.deps.tenants.writes_enabled(caller.tenant_id):
             raise WritesDisabledError("writes are disabled by an operator; recall still works")
         for proposal in proposals:
             if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
@@ -151,18 +151,18 @@ class Writes:
         """The stored episodes a proposal would supersede (the policy judges whether it may)."""
         if not proposal.supersedes_event_ids:
             return []
-        return list(self.deps.store.get_many(caller.tenant_id, proposal.supersedes_event_ids).values())
+        return list(self.deps.episodes.get_many(caller.tenant_id, proposal.supersedes_event_ids).values())
 
     def _commit_item(
         self, caller: Caller, changes: Changes, result: RememberResult, key: ItemKey | None, single: bool
     ) -> RememberResult:
         try:
-            self.deps.store.apply(changes)
+            self.deps.episodes.apply(changes)
             return result
         except ConflictError:
             if key is not None:
                 # A concurrent request with the same key committed first: answer with its result.
-                previous = self.deps.store.find_idempotency(caller.tenant_id, key[0])
+                previous = self.deps.episodes.find_idempotency(caller.tenant_id, key[0])
                 if previous is not None:
                     return self.idempotency.replayed(caller, previous, key[1], key[2])
             if single:

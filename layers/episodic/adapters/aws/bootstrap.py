@@ -10,7 +10,7 @@ review state machine is configured.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.adapters.aws.fallback_index import FallbackRecallIndex
@@ -18,9 +18,12 @@ from episodic.adapters.aws.review_workflow import StepFunctionsReviewWorkflow
 from episodic.adapters.aws.s3_archive import S3ColdArchive
 from episodic.adapters.aws.scoped_index import DynamoScopedIndex
 from episodic.adapters.local.notifier import LogReviewNotifier
-from episodic.ports import Clock, Embedder, RecallIndex, ReviewNotifier
+from episodic.ports import Clock, Embedder, RecallIndex, ReviewNotifier, ReviewTokens, Summariser
 from episodic.service import MemoryService
 from episodic.settings import Settings
+
+if TYPE_CHECKING:
+    from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
 
 RECALL_TIMEOUT_SECONDS = 2.0
 """How long recall waits for OpenSearch (one attempt, no retry on timeout) before answering
@@ -36,22 +39,27 @@ def build_aws_service(
     embedder: Embedder,
     index: RecallIndex | None = None,
     stepfunctions: Any = None,
+    summariser: Summariser | None = None,
     clock: Clock | None = None,
 ) -> MemoryService:
     """With an ``index`` (OpenSearch), recall falls back to the DynamoDB scoped index when it
     fails. With a ``stepfunctions`` client and ``review_state_machine_arn``, reviews run as Step
-    Functions executions; otherwise they are announced on the log (and time out by the sweep)."""
+    Functions executions; otherwise they are announced on the log (and time out by the sweep).
+    Without a ``summariser``, digests are extractive."""
     store = DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
     scoped = DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name)
     notifier: ReviewNotifier = LogReviewNotifier()
     if stepfunctions is not None and settings.review_state_machine_arn:
         notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store)
+    from episodic.adapters.local.summariser import ExtractiveSummariser
+
     return MemoryService(
         store=store,
         index=scoped if index is None else FallbackRecallIndex(index, scoped),
         archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),
         embedder=embedder,
         notifier=notifier,
+        summariser=summariser or ExtractiveSummariser(embedder),
         settings=settings,
         clock=clock,
         backend="aws-dynamodb" + ("+opensearch" if index is not None else ""),
@@ -136,4 +144,48 @@ def service_from_settings(settings: Settings) -> MemoryService:
         embedder=embedder,
         index=opensearch_index(settings, timeout=RECALL_TIMEOUT_SECONDS, retry_on_timeout=False),
         stepfunctions=boto3.client("stepfunctions", region_name=settings.aws_region),
+        summariser=summariser_from_settings(settings, embedder),
+    )
+
+
+def summariser_from_settings(settings: Settings, embedder: Embedder) -> Summariser:
+    """Bedrock Converse when ``summary_model_id`` is set (any digest that fails its grounding
+    check falls back to the extractive one), else extractive only."""
+    from episodic.adapters.local.summariser import ExtractiveSummariser
+
+    extractive = ExtractiveSummariser(embedder)
+    if not settings.summary_model_id:
+        return extractive
+    import boto3
+
+    from episodic.adapters.aws.bedrock_summariser import ConverseSummariser
+    from episodic.summaries import GroundedFallbackSummariser
+
+    bedrock = boto3.client("bedrock-runtime", region_name=settings.aws_region)
+    return GroundedFallbackSummariser(ConverseSummariser(bedrock, model_id=settings.summary_model_id), extractive)
+
+
+def review_tokens_from_settings(settings: Settings) -> ReviewTokens:
+    """Where the review workflow's task tokens are kept: on the reviews in the timeline table."""
+    import boto3
+
+    dynamodb = boto3.client("dynamodb", region_name=settings.aws_region)
+    return DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
+
+
+def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcessor:
+    """What the stream function builds once per container: the timeline store (for audit
+    records), the S3 archive, and the OpenSearch projection when an endpoint is configured."""
+    import boto3
+
+    from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
+
+    return TimelineStreamProcessor(
+        store=DynamoTimelineStore(
+            boto3.client("dynamodb", region_name=settings.aws_region), settings.timeline_table, settings.audit_table
+        ),
+        archive=S3ColdArchive(
+            boto3.client("s3", region_name=settings.aws_region), settings.archive_bucket, settings.archive_kms_key_id
+        ),
+        projection=opensearch_index(settings, ensure=True),
     )

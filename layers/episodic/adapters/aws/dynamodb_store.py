@@ -33,7 +33,6 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any, ParamSpec, TypeVar
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
@@ -42,16 +41,25 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from ulid import ULID
 
 from episodic.adapters.aws import tables as t
-from episodic.adapters.cursors import decode_cursor, encode_cursor
+from episodic.adapters.codec import (
+    decimal_numbers,
+    decode_cursor,
+    encode_cursor,
+    pack_vector,
+    plain_numbers,
+    unpack_vector,
+)
+from episodic.citations import cite, cited_event_id
 from episodic.digests import digestible
 from episodic.errors import ConflictError, InvalidRequestError, StorageError
-from episodic.model import AuditRecord, Episode, Review, ReviewStatus
+from episodic.model import AuditRecord, Episode, EventType, Review, ReviewStatus
 from episodic.ports import (
     AuditQuery,
     Changes,
     IdempotencyRecord,
     NewEpisode,
     Scope,
+    StoredEpisode,
     TimelineQuery,
     Vector,
 )
@@ -74,34 +82,23 @@ _deserializer = TypeDeserializer()
 
 def _to_dynamo(value: Any) -> dict[str, Any]:
     """Serialise JSON-compatible data; floats become Decimals as DynamoDB requires."""
-    return _serializer.serialize(json.loads(json.dumps(value), parse_float=Decimal))
+    return _serializer.serialize(decimal_numbers(value))
 
 
 def _item(attributes: dict[str, Any]) -> dict[str, Any]:
     return {k: _to_dynamo(v) if not isinstance(v, Binary) else {"B": bytes(v)} for k, v in attributes.items()}
 
 
-def _from_dynamo(value: Any) -> Any:
-    """Back to plain JSON types: DynamoDB numbers arrive as Decimals."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _from_dynamo(v) for k, v in value.items()}
-    if isinstance(value, list | set):
-        return [_from_dynamo(v) for v in value]
-    return value
-
-
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in item.items()}
+    return {k: plain_numbers(_deserializer.deserialize(v)) for k, v in item.items()}
 
 
 def _episode(item: dict[str, Any]) -> Episode:
-    return Episode.model_validate(_from_dynamo(_deserializer.deserialize(item["ep"])))
+    return Episode.model_validate(plain_numbers(_deserializer.deserialize(item["ep"])))
 
 
 def _review(item: dict[str, Any]) -> Review:
-    return Review.model_validate(_from_dynamo(_deserializer.deserialize(item["rv"])))
+    return Review.model_validate(plain_numbers(_deserializer.deserialize(item["rv"])))
 
 
 def _code(exc: ClientError) -> str:
@@ -220,7 +217,7 @@ class DynamoTimelineStore:
                                 ":d": close.decided_at.isoformat(),
                                 ":r": close.reviewer,
                                 ":n": close.note,
-                                ":pending": "pending",
+                                ":pending": ReviewStatus.PENDING,
                             }
                         ),
                     }
@@ -289,9 +286,7 @@ class DynamoTimelineStore:
                 gsi6pk=t.day_key(ep.occurred_at, tenant, ep.actor_id), gsi6sk=f"{tenant}#{ep.actor_id}#{occ}"
             )
         if new.vector is not None:
-            import numpy as np
-
-            attributes["vec"] = Binary(np.asarray(new.vector, dtype=np.float32).tobytes())
+            attributes["vec"] = Binary(pack_vector(new.vector))
             attributes["embedder"] = new.embedder
         expires = ep.retention.expires_at
         if expires is not None:
@@ -311,7 +306,7 @@ class DynamoTimelineStore:
         items += [
             {"pk": t.ref_pk(ep.tenant_id, ref), "sk": ep.event_id, "etype": ep.event_type.value, **ttl}
             for ref in ep.source_refs
-            if ref.startswith("episode:")
+            if cited_event_id(ref) is not None
         ]
         return items
 
@@ -435,7 +430,7 @@ class DynamoTimelineStore:
                 Key=_item({"pk": t.review_pk(tenant_id, review_id), "sk": "REVIEW"}),
                 UpdateExpression="SET taskToken = :t",
                 ConditionExpression="st = :pending",
-                ExpressionAttributeValues=_item({":t": token, ":pending": "pending"}),
+                ExpressionAttributeValues=_item({":t": token, ":pending": ReviewStatus.PENDING}),
             )
             return True
         except ClientError as exc:
@@ -470,8 +465,6 @@ class DynamoTimelineStore:
 
     @_storage_errors("write")
     def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
-        import numpy as np
-
         for episode, vector in vectors:
             try:
                 self.client.update_item(
@@ -480,17 +473,13 @@ class DynamoTimelineStore:
                     UpdateExpression="SET vec = :v, embedder = :e",
                     ConditionExpression="attribute_exists(pk)",
                     ExpressionAttributeValues={
-                        ":v": {"B": np.asarray(vector, dtype=np.float32).tobytes()},
+                        ":v": {"B": pack_vector(vector)},
                         ":e": {"S": embedder},
                     },
                 )
             except ClientError as exc:
                 if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                     raise StorageError("could not store a re-embedded vector") from exc
-
-    def compact_after_erasure(self) -> None:
-        """Nothing to scrub: DynamoDB has no free pages or logs we control. Point-in-time
-        recovery keeps backups for its window (35 days at most); the README says so."""
 
     # ------------------------------------------------------------------ reads
 
@@ -544,7 +533,7 @@ class DynamoTimelineStore:
                 return
             kwargs["ExclusiveStartKey"] = last
 
-    def iter_scope(
+    def _iter_scope(
         self, scope: Scope, newest_first: bool = True, after_key: str | None = None
     ) -> Iterator[tuple[str, dict[str, Any], Episode]]:
         """Episodes inside ``scope`` in occurrence order, from the most selective index.
@@ -590,6 +579,13 @@ class DynamoTimelineStore:
             if scope.admits(episode):
                 yield sort_key, item, episode
 
+    def read_scope(self, scope: Scope) -> Iterator[StoredEpisode]:
+        """:class:`~episodic.ports.ScopeReader`: the scope newest first, with stored vectors."""
+        for _, item, episode in self._iter_scope(scope, newest_first=True):
+            raw = item.get("vec", {}).get("B")
+            embedder = item.get("embedder", {}).get("S")
+            yield StoredEpisode(episode, None if raw is None else unpack_vector(raw), embedder)
+
     def _resolve_adjacency(self, tenant: str, adjacency: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """Turn tag items into their episode items, in order, 100 at a time; orphans drop out."""
         page: list[dict[str, Any]] = []
@@ -614,7 +610,7 @@ class DynamoTimelineStore:
         after = decode_cursor(query.cursor, (str,))[0] if query.cursor else None
         episodes: list[Episode] = []
         last_key = None
-        for sort_key, _, episode in self.iter_scope(query.scope, query.newest_first, after):
+        for sort_key, _, episode in self._iter_scope(query.scope, query.newest_first, after):
             if len(episodes) == query.limit:
                 return episodes, encode_cursor([last_key])
             episodes.append(episode)
@@ -707,9 +703,11 @@ class DynamoTimelineStore:
         for event_id in event_ids:
             query = {
                 "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": _item({":pk": t.ref_pk(tenant_id, f"episode:{event_id}")}),
+                "ExpressionAttributeValues": _item({":pk": t.ref_pk(tenant_id, cite(event_id))}),
             }
-            found += [i["sk"]["S"] for i in self._query(**query) if i.get("etype", {}).get("S") == "session_summary"]
+            found += [
+                i["sk"]["S"] for i in self._query(**query) if i.get("etype", {}).get("S") == EventType.SESSION_SUMMARY
+            ]
         existing = self._get_items(tenant_id, found)
         return [i for i in dict.fromkeys(found) if i in existing]
 

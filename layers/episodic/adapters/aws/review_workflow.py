@@ -21,8 +21,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.model import Episode, Review, ReviewStatus
+from episodic.ports import ReviewTokens
 
 STALE_TOKEN_ERRORS = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
 
@@ -45,10 +45,10 @@ def review_view(review: Review, episode: Episode) -> dict[str, Any]:
 
 
 class StepFunctionsReviewWorkflow:
-    def __init__(self, client: Any, state_machine_arn: str, store: DynamoTimelineStore) -> None:
+    def __init__(self, client: Any, state_machine_arn: str, tokens: ReviewTokens) -> None:
         self.client = client
         self.state_machine_arn = state_machine_arn
-        self.store = store
+        self.tokens = tokens
 
     def review_requested(self, review: Review, episode: Episode) -> None:
         payload = {
@@ -68,7 +68,7 @@ class StepFunctionsReviewWorkflow:
                 logger.exception("could not start the review workflow", review_id=review.review_id)
 
     def review_decided(self, review: Review) -> None:
-        token = self.store.review_token(review.tenant_id, review.review_id)
+        token = self.tokens.review_token(review.tenant_id, review.review_id)
         if token is not None:
             complete_task(self.client, token, review)
 

@@ -17,9 +17,8 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
 from episodic.errors import InvalidRequestError
-from episodic.ports import RecallCandidates, Scope, Vector
+from episodic.ports import RecallCandidates, Scope, ScopeReader, Vector
 from episodic.ranking import Candidate
 
 
@@ -28,9 +27,10 @@ class ScopeTooLargeError(InvalidRequestError):
 
 
 class DynamoScopedIndex:
-    """:class:`~episodic.ports.RecallIndex` over :class:`DynamoTimelineStore`."""
+    """:class:`~episodic.ports.RecallIndex` over a :class:`~episodic.ports.ScopeReader` (the
+    DynamoDB timeline store)."""
 
-    def __init__(self, store: DynamoTimelineStore, max_scope: int = 20_000, embedder: str | None = None) -> None:
+    def __init__(self, store: ScopeReader, max_scope: int = 20_000, embedder: str | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.max_scope = max_scope
@@ -47,8 +47,8 @@ class DynamoScopedIndex:
         embedder = embedder or self.embedder
         if query_text is None and query_vector is None:
             newest = []
-            for _, _, episode in self.store.iter_scope(scope, newest_first=True):
-                newest.append(Candidate(event_id=episode.event_id))
+            for stored in self.store.read_scope(scope):
+                newest.append(Candidate(event_id=stored.episode.event_id))
                 if len(newest) == pool_size:
                     break
             return RecallCandidates(newest)
@@ -56,17 +56,17 @@ class DynamoScopedIndex:
         ids: list[str] = []
         texts: list[str] = []
         vectors: list[Any] = []
-        for _, item, episode in self.store.iter_scope(scope, newest_first=True):
+        for stored in self.store.read_scope(scope):
             if len(ids) == self.max_scope:
                 raise ScopeTooLargeError(
                     f"the scope holds more than {self.max_scope} episodes; narrow it (actor, project, "
                     "type, tags, time) or configure the OpenSearch recall index",
                     maxScope=self.max_scope,
                 )
-            ids.append(episode.event_id)
-            texts.append(episode.search_text())
-            same_model = "vec" in item and item.get("embedder", {}).get("S") == embedder
-            vectors.append(item["vec"]["B"] if same_model else None)  # never compare two models' vectors
+            ids.append(stored.episode.event_id)
+            texts.append(stored.episode.search_text())
+            same_model = stored.vector is not None and stored.embedder == embedder
+            vectors.append(stored.vector if same_model else None)  # never compare two models' vectors
         if not ids:
             return RecallCandidates()
 
@@ -88,9 +88,9 @@ class DynamoScopedIndex:
         semantic = np.zeros(len(ids), dtype=np.float32)
         if query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
-            for i, raw in enumerate(vectors):
-                if raw is not None:
-                    semantic[i] = float(np.frombuffer(raw, dtype=np.float32) @ query)
+            for i, vector in enumerate(vectors):
+                if vector is not None:
+                    semantic[i] = float(np.asarray(vector, dtype=np.float32) @ query)
 
         chosen = set(np.argsort(-semantic)[:pool_size].tolist())
         chosen |= {i for i in np.argsort(-lexical)[:pool_size].tolist() if lexical[i] > 0}

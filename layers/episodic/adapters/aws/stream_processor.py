@@ -23,50 +23,32 @@ from __future__ import annotations
 import base64
 import hashlib
 from datetime import UTC, datetime
-from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from ulid import ULID
 
+from episodic.adapters.codec import plain_numbers, unpack_vector
 from episodic.errors import ConflictError
 from episodic.expiry import archived_on_expiry, expiry_detail
 from episodic.model import AuditRecord, Episode
-from episodic.ports import Changes, ColdArchive, TimelineStore, Vector
+from episodic.ports import Changes, ColdArchive, EpisodeStore, RecallProjection
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 
 logger = Logger(service="episodic-stream")
 
 
-class RecallProjection(Protocol):
-    """A search index fed from the timeline (the OpenSearch adapter implements it)."""
-
-    def upsert(self, episode: Episode, vector: Vector | None, embedder: str | None = None) -> None: ...
-
-    def remove(self, tenant_id: str, event_id: str) -> None: ...
-
-
 class PoisonRecordError(ValueError):
     """The record cannot be understood; retrying will not help (reported, never silently dropped)."""
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | set | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _episode_of(image: dict[str, Any] | None) -> Episode | None:
     if not image or image.get("sk") != "EPISODE":
         return None
     try:
-        return Episode.model_validate(_plain(image["ep"]))
+        return Episode.model_validate(plain_numbers(image["ep"]))
     except (KeyError, ValueError) as exc:
         raise PoisonRecordError(f"episode image does not parse: {type(exc).__name__}") from exc
 
@@ -88,7 +70,7 @@ def is_ttl_removal(record: DynamoDBRecord) -> bool:
 
 class TimelineStreamProcessor:
     def __init__(
-        self, *, store: TimelineStore, archive: ColdArchive, projection: RecallProjection | None = None
+        self, *, store: EpisodeStore, archive: ColdArchive, projection: RecallProjection | None = None
     ) -> None:
         self.store = store
         self.archive = archive
@@ -105,11 +87,9 @@ class TimelineStreamProcessor:
             if episode is None:
                 return "ignored"
             if self.projection is not None:
-                import numpy as np
-
                 image = stream.new_image or {}
                 raw = _vector_of(image)
-                vector = None if raw is None else np.frombuffer(raw, dtype=np.float32).tolist()
+                vector = None if raw is None else unpack_vector(raw).tolist()
                 self.projection.upsert(episode, vector, embedder=image.get("embedder"))
             return "indexed"
         if name == "REMOVE":

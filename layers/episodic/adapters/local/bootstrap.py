@@ -6,6 +6,7 @@ from episodic.adapters.local.archive import FolderArchive
 from episodic.adapters.local.embedder import MiniLMEmbedder
 from episodic.adapters.local.notifier import LogReviewNotifier
 from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.adapters.local.summariser import ExtractiveSummariser
 from episodic.ports import Clock, Embedder
 from episodic.service import MemoryService
 from episodic.settings import Settings
@@ -25,6 +26,8 @@ def build_local_service(
         archive=FolderArchive(data_dir / "archive"),
         embedder=embedder,
         notifier=LogReviewNotifier(),
+        summariser=ExtractiveSummariser(embedder),
+        compaction=store,
         settings=settings,
         clock=clock,
         backend="local-sqlite",

@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from episodic.adapters.cursors import decode_cursor, encode_cursor
+from episodic.adapters.codec import decode_cursor, encode_cursor, pack_vector
 from episodic.adapters.local.vectors import DEFAULT_ANN_THRESHOLD, VectorSearch
+from episodic.citations import cite
+from episodic.digests import DIGEST_PRIVACY_ORDER
 from episodic.errors import ConflictError, StorageError
-from episodic.model import AuditRecord, Episode, Review, ReviewStatus, Status
+from episodic.model import AuditRecord, Episode, EventType, Review, ReviewStatus, Status
 from episodic.ports import AuditQuery, Changes, IdempotencyRecord, RecallCandidates, Scope, TimelineQuery, Vector
 from episodic.ranking import Candidate
 
@@ -296,7 +298,7 @@ class SqliteStore:
     def _insert_episode(
         self, conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None
     ) -> None:
-        blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+        blob = None if vector is None else pack_vector(vector)
         expires = episode.retention.expires_at
         cur = conn.execute(
             "INSERT INTO episodes (tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
@@ -376,12 +378,19 @@ class SqliteStore:
 
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
         rows = self._query(
-            # episodic.digests.digestible: no digests, nothing sensitive
-            "SELECT tenant_id, actor_id, COUNT(*) FROM episodes WHERE status = 'active' "
-            "AND event_type != 'session_summary' AND privacy_class != 'sensitive' "
+            # episodic.digests.digestible: no digests, only the privacy classes a digest may repeat
+            "SELECT tenant_id, actor_id, COUNT(*) FROM episodes WHERE status = ? AND event_type != ? "
+            f"AND privacy_class IN ({','.join('?' * len(DIGEST_PRIVACY_ORDER))}) "
             "AND occurred_at >= ? AND occurred_at < ? "
             "GROUP BY tenant_id, actor_id HAVING COUNT(*) >= ? ORDER BY tenant_id, actor_id",
-            (_micros(since), _micros(until), min_count),
+            (
+                Status.ACTIVE,
+                EventType.SESSION_SUMMARY,
+                *DIGEST_PRIVACY_ORDER,
+                _micros(since),
+                _micros(until),
+                min_count,
+            ),
         )
         return [(r[0], r[1], int(r[2])) for r in rows]
 
@@ -407,7 +416,7 @@ class SqliteStore:
         with self._transaction() as conn:
             conn.executemany(
                 "UPDATE episodes SET vector = ?, embedder = ? WHERE tenant_id = ? AND event_id = ?",
-                [(np.asarray(v, dtype=np.float32).tobytes(), embedder, ep.tenant_id, ep.event_id) for ep, v in vectors],
+                [(pack_vector(v), embedder, ep.tenant_id, ep.event_id) for ep, v in vectors],
             )
         self.vectors.invalidate()  # rows changed in place: the rowid watermark cannot see that
 
@@ -587,15 +596,15 @@ class SqliteStore:
         return [r[0] for r in rows]
 
     def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
-        refs = [f"episode:{i}" for i in event_ids]
+        refs = [cite(i) for i in event_ids]
         found: list[str] = []
         for start in range(0, len(refs), 500):
             chunk = refs[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._query(
                 "SELECT DISTINCT e.event_id FROM episode_refs r JOIN episodes e ON e.rowid = r.episode_rowid "
-                f"WHERE r.tenant_id = ? AND r.ref IN ({marks}) AND e.event_type = 'session_summary'",
-                (tenant_id, *chunk),
+                f"WHERE r.tenant_id = ? AND r.ref IN ({marks}) AND e.event_type = ?",
+                (tenant_id, *chunk, EventType.SESSION_SUMMARY),
             )
             found += [r[0] for r in rows]
         return found

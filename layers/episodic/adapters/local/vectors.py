@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.codec import unpack_vectors
+
 DEFAULT_ANN_THRESHOLD = 50_000
 
 
@@ -125,7 +127,7 @@ class VectorSearch:
         ).fetchall()
         if rows:
             ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
+            matrix = unpack_vectors([r[1] for r in rows], dimension)
             vectors.append(ids, matrix)
         vectors.watermark = max(vectors.watermark, newest)  # other tenants' rows need no second look
         return vectors

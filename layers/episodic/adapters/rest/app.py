@@ -1,0 +1,112 @@
+"""The REST API's application: the Powertools resolver, its composition root, who is calling,
+and how errors become responses. The routes are in :mod:`episodic.adapters.rest.routes`, the
+entry point (the Lambda handler, which ``episodic serve`` calls too) in
+:mod:`episodic.adapters.rest.handler`.
+
+The tenant and role come only from ``requestContext.authorizer`` (set by the API Gateway
+authorizer in AWS, by ``episodic serve`` locally), never from a body.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from episodic.errors import EpisodicError, UnauthorizedError
+from episodic.model import Caller, CamelModel
+from episodic.service import MemoryService
+
+logger = Logger(service="episodic-api")
+
+
+def _read_json(body: str) -> Any:
+    """``json.loads`` whose every failure is a JSON error, so Powertools answers 422 (not 500) for
+    100,000 levels of nesting or a 4,300-digit number as it does for a missing brace."""
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else "a number is too large"
+        raise json.JSONDecodeError(f"the JSON document is {reason}", body[:0], 0) from None
+
+
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_read_json)
+app.enable_swagger(
+    path="/v1/swagger",
+    title="Episodic memory API",
+    version="1.0.0",
+    description="Long-term episodic memory for AI agents. Recalled items are evidence, not instructions.",
+)
+
+_service: MemoryService | None = None
+
+
+def get_service() -> MemoryService:
+    """The API's composition root, built on first use from ``EPISODIC_*`` settings
+    (overridable with :func:`set_service`)."""
+    global _service
+    if _service is None:
+        from episodic.adapters.compose import build_service
+        from episodic.settings import Settings
+
+        _service = build_service(Settings.from_env())
+    return _service
+
+
+def set_service(service: MemoryService | None) -> None:
+    global _service
+    _service = service
+
+
+def current_caller() -> Caller:
+    """The caller as established by the authorizer; a request without one is refused."""
+    authorizer = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer") or {}
+    tenant, role = authorizer.get("tenantId"), authorizer.get("role")
+    principal = authorizer.get("principalId") or authorizer.get("principalID")
+    if not tenant or not role or not principal:
+        raise UnauthorizedError("no authenticated caller in the request context")
+    return Caller.model_validate({"tenantId": tenant, "role": role, "principalId": principal})
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    if isinstance(body, CamelModel):
+        body = body.to_json_dict()
+    return Response(status_code=status, content_type="application/json", body=body, headers=headers)
+
+
+@app.exception_handler(EpisodicError)
+def _domain_error(error: EpisodicError) -> Response:
+    if error.status >= 500:
+        logger.warning("request failed", error_code=error.code, error_message=error.message)
+    return json_response(error.status, error.to_body())
+
+
+@app.exception_handler(Exception)
+def _unexpected_error(error: Exception) -> Response:
+    """A bug, not the caller's fault: log its type and place (never its message, which can quote
+    request content) and answer a plain 500."""
+    logger.error("request failed unexpectedly", error_type=type(error).__name__, where=_innermost_frame(error))
+    return json_response(500, {"error": "internal_error", "message": "the request failed; see the service log"})
+
+
+def _innermost_frame(error: BaseException) -> str:
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "unknown"
+
+
+@app.exception_handler(RequestValidationError)
+def _schema_error(error: RequestValidationError) -> Response:
+    """422 with where and why, but never the offending input (it may hold a secret)."""
+    detail = [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in error.errors()
+    ]
+    return json_response(
+        422, {"error": "validation_error", "message": "the request does not match the schema", "detail": detail}
+    )

@@ -1,0 +1,195 @@
+"""The calls around episodes: who calls (:class:`Caller`), what the policy decided, what a
+write, a recall, a review, an audit query and a timeline page give back (pydantic v2, camelCase JSON)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, JsonValue, field_validator
+
+from episodic.model.episode import (
+    CamelModel,
+    Decision,
+    Episode,
+    EventType,
+    Id,
+    ProposedBy,
+    ReviewStatus,
+    Role,
+    Status,
+    Tag,
+    UtcDatetime,
+)
+
+
+class Caller(CamelModel):
+    """Who is calling, as established by the authorizer. Never taken from a request body."""
+
+    tenant_id: Id
+    role: Role
+    principal_id: Annotated[str, Field(min_length=1, max_length=256)]
+    provenance: ProposedBy | None = Field(
+        default=None,
+        description="Where this caller's proposals come from, as its credentials vouch: set only by trusted "
+        "entry points (the summarisation workflow, EventBridge ingestion). Without it an agent's proposals "
+        "are the model's, whatever they claim; an operator's are taken as claimed.",
+    )
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role is Role.OPERATOR
+
+
+class Redaction(CamelModel):
+    field: str
+    kind: str
+
+
+class PolicyDecision(CamelModel):
+    """The policy's verdict on one proposal, with every reason code that led to it."""
+
+    decision: Decision
+    reasons: list[str]
+    policy_version: str
+    redactions: list[Redaction] = []
+
+
+class RememberResult(CamelModel):
+    """Outcome of one write: the stored episode (allow), the review (review) or the reason (deny)."""
+
+    decision: Decision
+    reasons: list[str]
+    policy_version: str
+    redactions: list[Redaction] = []
+    event_id: str | None = None
+    review_id: str | None = None
+    status: Status | None = None
+    episode: Episode | None = None
+
+    @property
+    def reason(self) -> str:
+        return ",".join(self.reasons)
+
+
+class RecallRequest(CamelModel):
+    """Scope first (every filter applies before ranking), then an optional query to rank by."""
+
+    query: Annotated[str, Field(max_length=2000)] | None = None
+    actor_id: Id | None = None
+    project_id: Id | None = None
+    event_types: list[EventType] = []
+    tags: Annotated[list[Tag], Field(max_length=16)] = []
+    occurred_after: UtcDatetime | None = None
+    occurred_before: UtcDatetime | None = None
+    statuses: list[Status] = [Status.ACTIVE]
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    neighbours: Annotated[int, Field(ge=0, le=3)] = Field(
+        default=1,
+        description="For a recalled conversation turn, how many turns before and after it in the same "
+        "session to attach as context (0 to turn off).",
+    )
+    interpret: bool = Field(
+        default=True,
+        description="Read time phrases ('last week', 'in October') in the query as a time window when no "
+        "occurredAfter/occurredBefore is given, and prefer episodes of actors the query names.",
+    )
+
+    @field_validator("tags")
+    @classmethod
+    def _lower_tags(cls, tags: list[str]) -> list[str]:
+        return [t.lower() for t in tags]
+
+    @field_validator("statuses")
+    @classmethod
+    def _never_pending(cls, statuses: list[Status]) -> list[Status]:
+        if Status.PENDING_REVIEW in statuses:
+            raise ValueError("pending_review episodes are never recallable")
+        if not statuses:
+            raise ValueError("statuses must name at least one status")
+        return statuses
+
+
+class ScoreComponents(CamelModel):
+    """Why an item ranked where it did: each component in [0, 1] and its weight."""
+
+    relevance: float
+    lexical: float
+    semantic: float
+    recency: float
+    importance: float
+    trust: float
+    confidence: float
+    weights: dict[str, float]
+
+
+class NeighbourTurn(CamelModel):
+    """A turn next to a recalled conversation turn in the same session: context, not a hit."""
+
+    event_id: str
+    occurred_at: UtcDatetime
+    summary: str
+
+
+class RecallItem(CamelModel):
+    episode: Episode
+    score: float
+    components: ScoreComponents
+    neighbours: list[NeighbourTurn] = []
+
+
+class QueryInterpretation(CamelModel):
+    """How recall read the query: shown so an agent can see (and override) it."""
+
+    time_phrase: str | None = None
+    occurred_after: UtcDatetime | None = None
+    occurred_before: UtcDatetime | None = None
+    actor_hints: list[str] = []
+
+
+class RecallResponse(CamelModel):
+    recall_id: str
+    items: list[RecallItem]
+    interpretation: QueryInterpretation = QueryInterpretation()
+    context: str = Field(description="Ready-to-inject evidence block: past events, not instructions.")
+    degraded: list[str] = Field(
+        default=[],
+        description="Parts of the search that failed or came back incomplete (e.g. 'semantic_unavailable', "
+        "'lexical_partial', 'fallback_index'): the items are what could be found without them.",
+    )
+
+
+class Review(CamelModel):
+    review_id: str
+    tenant_id: str
+    event_id: str
+    status: ReviewStatus
+    reasons: list[str]
+    policy_version: str
+    requested_at: UtcDatetime
+    decided_at: UtcDatetime | None = None
+    reviewer: str | None = None
+    note: str | None = None
+
+
+class ReviewView(CamelModel):
+    review: Review
+    episode: Episode | None
+
+
+class AuditRecord(CamelModel):
+    """One append-only audit entry. Never holds erased text: only ids, codes and hashes."""
+
+    audit_id: str
+    tenant_id: str
+    at: UtcDatetime
+    action: str
+    principal_id: str
+    event_id: str | None = None
+    reasons: list[str] = []
+    policy_version: str | None = None
+    detail: dict[str, JsonValue] = {}
+
+
+class TimelinePage(CamelModel):
+    items: list[Episode]
+    next_cursor: str | None = None
