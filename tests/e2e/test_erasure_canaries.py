@@ -361,7 +361,7 @@ def test_given_canaries_in_every_field_when_erased_by_id_and_by_actor_then_no_by
     # the digest window, so its actor's digest (which lives no longer than its sources) expires
     # with it -- and, being derived text, is not archived; the second is older, and its actor's
     # digest stays active.
-    expires = (datetime.now(UTC) + timedelta(seconds=40)).isoformat()  # after the decay and digests below, under load too
+    expires = (datetime.now(UTC) + timedelta(seconds=40)).isoformat()  # outlives the digest run below, under load too
     plant("by-id/expiring", by_id_actor, 4, retention={"expiresAt": expires})
     plant("by-actor/expiring", by_actor, 30, retention={"expiresAt": expires})
 
