@@ -13,16 +13,11 @@ episode, only what recall filters and matches on: the scope fields as keywords a
 ``episode.search_text()`` for BM25 and the unit-length embedding. No other episode text is
 stored; recall re-reads the episodes from the timeline and re-checks the scope there.
 
-**Scope first.** Every query carries one filter built from the :class:`~episodic.ports.Scope`
--- tenant (always, first), statuses, privacy classes, actor, project, event types, every tag,
-the occurrence window and retention (``expiresAt`` missing or still in the future). The
-k-NN query carries it *inside* the ``knn`` clause (faiss efficient filtering), so the engine
-returns the ``k`` nearest episodes of the scope, never a post-filtered remainder of a global
-top ``k``. The k-NN filter also requires ``embedder`` = this index's embedder, so vectors of
-another model are never compared with the query's (a query vector made by another model
-skips the k-NN search altogether). The lexical query and the no-query listing use the scope
-filter without that term: an episode indexed without a vector (or with another model's)
-stays findable by its text and by time.
+**Scope first.** Every search carries the :class:`~episodic.ports.Scope` as a filter, tenant
+first -- inside the ``knn`` clause for the k-NN search, so the engine never post-filters a
+global top ``k`` (the bodies are built, and explained, in
+:mod:`~episodic.adapters.aws.opensearch_queries`). A query vector made by another model than
+this index's skips the k-NN search altogether.
 
 **Signals, not a ranking.** With a query, the k-NN and BM25 searches go in one ``_msearch``
 round trip and :meth:`OpenSearchRecallIndex.candidates` returns the union of both hit lists
@@ -67,7 +62,7 @@ import logging
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from opensearchpy import OpenSearch
@@ -75,6 +70,7 @@ from opensearchpy.exceptions import NotFoundError
 from opensearchpy.helpers import streaming_bulk
 
 from episodic.adapters.aws.opensearch_client import error_type, storage_errors
+from episodic.adapters.aws.opensearch_queries import lexical_search, newest_search, scope_filter, semantic_search
 from episodic.adapters.aws.opensearch_schema import check_cluster, ensure_index
 from episodic.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.model import Episode
@@ -85,8 +81,6 @@ logger = logging.getLogger(__name__)
 
 BULK_CHUNK_DOCS = 500
 BULK_CHUNK_BYTES = 10 * 1024 * 1024  # the smallest HTTP payload limit of managed domains
-_IDS = ["tenantId", "eventId"]
-"""The only ``_source`` fields a search asks for: enough to map a hit back to an episode."""
 
 
 def cosine_from_score(score: float) -> float:
@@ -107,18 +101,6 @@ def _as_list(vector: Sequence[float]) -> list[float]:
 
 def _doc_time(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _ms_floor(value: datetime) -> str:
-    """A bound at millisecond precision (OpenSearch ``date`` keeps milliseconds, truncated)."""
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _ms_ceil(value: datetime) -> datetime:
-    value = value.astimezone(UTC)
-    if value.microsecond % 1000:
-        value += timedelta(microseconds=1000 - value.microsecond % 1000)
-    return value
 
 
 def _incomplete(result: dict[str, Any], search: str) -> bool:
@@ -274,42 +256,6 @@ class OpenSearchRecallIndex:
 
     # ------------------------------------------------------------------ recall
 
-    def scope_filter(self, scope: Scope) -> list[dict[str, Any]]:
-        """The scope as ``bool.filter`` clauses; the tenant term always comes first."""
-        if not scope.tenant_id:
-            raise InvalidRequestError("recall needs a tenant scope")
-        clauses: list[dict[str, Any]] = [
-            {"term": {"tenantId": scope.tenant_id}},
-            {"terms": {"status": [s.value for s in scope.statuses]}},
-            {"terms": {"privacyClass": [p.value for p in scope.privacy_classes]}},
-        ]
-        if scope.actor_id:
-            clauses.append({"term": {"actorId": scope.actor_id}})
-        if scope.project_id:
-            clauses.append({"term": {"projectId": scope.project_id}})
-        if scope.event_types:
-            clauses.append({"terms": {"eventType": [t.value for t in scope.event_types]}})
-        clauses.extend({"term": {"tags": tag}} for tag in scope.tags)
-        window: dict[str, str] = {}
-        if scope.occurred_after is not None:
-            window["gte"] = _ms_floor(scope.occurred_after)
-        if scope.occurred_before is not None:
-            window["lt"] = _ms_floor(_ms_ceil(scope.occurred_before))
-        if window:
-            clauses.append({"range": {"occurredAt": window}})
-        clauses.append(
-            {
-                "bool": {
-                    "should": [
-                        {"bool": {"must_not": [{"exists": {"field": "expiresAt"}}]}},
-                        {"range": {"expiresAt": {"gt": _ms_floor(scope.now)}}},
-                    ],
-                    "minimum_should_match": 1,
-                }
-            }
-        )
-        return clauses
-
     def candidates(
         self,
         scope: Scope,
@@ -323,7 +269,7 @@ class OpenSearchRecallIndex:
         ``embedder`` names the model that made ``query_vector``. This index holds vectors of
         one model only; a query vector from another one is not compared with them (the
         k-NN search is left out and every candidate's ``semantic`` is 0)."""
-        filters = self.scope_filter(scope)
+        filters = scope_filter(scope)
         if pool_size < 1:
             raise InvalidRequestError("pool_size must be at least 1")
         text = query_text.strip() if query_text else ""
@@ -338,12 +284,9 @@ class OpenSearchRecallIndex:
                 raise EpisodicError(
                     f"the query vector has {len(query_vector)} dimensions; the recall index holds {self.dimension}"
                 )
-            knn_filter = {"bool": {"filter": [*filters, {"term": {"embedder": self.embedder}}]}}
-            knn = {"vector": {"vector": _as_list(query_vector), "k": pool_size, "filter": knn_filter}}
-            searches["semantic"] = {"size": pool_size, "_source": _IDS, "query": {"knn": knn}}
+            searches["semantic"] = semantic_search(filters, _as_list(query_vector), pool_size, self.embedder)
         if text:
-            match = {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}}
-            searches["lexical"] = {"size": pool_size, "_source": _IDS, "query": match}
+            searches["lexical"] = lexical_search(filters, text, pool_size)
         if not searches:
             return RecallCandidates()
         self.verify_cluster()
@@ -378,15 +321,9 @@ class OpenSearchRecallIndex:
         return RecallCandidates(items, tuple(degraded))
 
     def _newest(self, scope: Scope, filters: list[dict[str, Any]], pool_size: int) -> RecallCandidates:
-        body = {
-            "size": pool_size,
-            "_source": _IDS,
-            "query": {"bool": {"filter": filters}},
-            "sort": [{"occurredAt": {"order": "desc"}}, {"eventId": {"order": "desc"}}],
-        }
         self.verify_cluster()
         with storage_errors("recall"):
-            response = self.client.search(index=self.index, body=body)
+            response = self.client.search(index=self.index, body=newest_search(filters, pool_size))
         items = [Candidate(event_id=event_id) for event_id, _ in self._hits(scope, response)]
         return RecallCandidates(items, ("listing_partial",) if _incomplete(response, "listing") else ())
 

@@ -32,6 +32,8 @@ DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
 
 logger = Logger(service="episodic-server")
 
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
 
 @dataclass
 class LocalLambdaContext:
@@ -83,106 +85,111 @@ def build_event(
     }
 
 
-def make_handler(
-    tokens: TokenBook, lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]
-) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "episodic-local/1"
-        protocol_version = "HTTP/1.1"
-        timeout = SOCKET_TIMEOUT_SECONDS  # a client that stops sending frees its thread
+class _Handler(BaseHTTPRequestHandler):
+    """One HTTP request turned into an API Gateway event for the Lambda handler the server holds."""
 
-        def setup(self) -> None:
-            super().setup()
-            # Headers and body go out in separate writes; without TCP_NODELAY, Nagle's algorithm
-            # holds the body back until the client's delayed ACK (about 40 ms on every response).
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    server: _Server
+    server_version = "episodic-local/1"
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT_SECONDS  # a client that stops sending frees its thread
 
-        def log_message(self, format: str, *args: Any) -> None:
-            logger.debug("http", line=format % args)
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without TCP_NODELAY, Nagle's algorithm
+        # holds the body back until the client's delayed ACK (about 40 ms on every response).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
-            payload = body.encode()
-            self.send_response(status)
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("http", line=format % args)
 
-        def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
-            headers = {"Content-Type": "application/json", **(extra or {})}
-            self._send(status, json.dumps({"error": code, "message": message}), headers)
+    def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+        payload = body.encode()
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
-        def _drain(self, length: int) -> None:
-            """Read (and drop) a refused body so the client sees the 413, not a reset connection."""
-            remaining = min(length, DRAIN_LIMIT_BYTES)
-            self.connection.settimeout(5)
-            try:
-                while remaining > 0:
-                    chunk = self.rfile.read(min(remaining, 65536))
-                    if not chunk:
-                        break
-                    remaining -= len(chunk)
-            except OSError:
-                pass
+    def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
+        headers = {"Content-Type": "application/json", **(extra or {})}
+        self._send(status, json.dumps({"error": code, "message": message}), headers)
 
-        def _dispatch(self) -> None:
-            declared = (self.headers.get("Content-Length") or "0").strip()
-            if not declared.isdigit() or self.headers.get("Transfer-Encoding"):
-                # Unreadable framing: the body's end is unknown, so the connection cannot be reused.
-                self.close_connection = True
-                self._error(
-                    400,
-                    "bad_request",
-                    "Content-Length must be a non-negative integer (chunked bodies are not accepted)",
-                    {"Connection": "close"},
-                )
+    def _drain(self, length: int) -> None:
+        """Read (and drop) a refused body so the client sees the 413, not a reset connection."""
+        remaining = min(length, DRAIN_LIMIT_BYTES)
+        self.connection.settimeout(5)
+        try:
+            while remaining > 0:
+                chunk = self.rfile.read(min(remaining, 65536))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+        except OSError:
+            pass
+
+    def _body_length(self) -> int | None:
+        """The declared body length, or None once a body that cannot be read has been refused."""
+        declared = (self.headers.get("Content-Length") or "0").strip()
+        if not declared.isdigit() or self.headers.get("Transfer-Encoding"):
+            # Unreadable framing: the body's end is unknown, so the connection cannot be reused.
+            self.close_connection = True
+            self._error(
+                400,
+                "bad_request",
+                "Content-Length must be a non-negative integer (chunked bodies are not accepted)",
+                {"Connection": "close"},
+            )
+            return None
+        length = int(declared)
+        if length > MAX_BODY_BYTES:
+            self._drain(length)
+            self.close_connection = True
+            self._error(
+                413,
+                "payload_too_large",
+                f"request bodies are limited to {MAX_BODY_BYTES} bytes",
+                {"Connection": "close"},
+            )
+            return None
+        return length
+
+    def _authorizer(self) -> dict[str, str] | None:
+        """What an API Gateway authorizer would pass on for the bearer token; None for no valid token."""
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        caller = self.server.tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        if caller is None:
+            return None
+        return {"principalId": caller.principal_id, "tenantId": caller.tenant_id, "role": caller.role.value}
+
+    def _dispatch(self) -> None:
+        length = self._body_length()
+        if length is None:
+            return
+        body = self.rfile.read(length).decode("utf-8", errors="replace") if length else None
+        authorizer = None
+        if not urlsplit(self.path).path.startswith(PUBLIC_PATHS):
+            authorizer = self._authorizer()
+            if authorizer is None:
+                self._error(401, "unauthorized", "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})
                 return
-            length = int(declared)
-            if length > MAX_BODY_BYTES:
-                self._drain(length)
-                self.close_connection = True
-                self._error(
-                    413,
-                    "payload_too_large",
-                    f"request bodies are limited to {MAX_BODY_BYTES} bytes",
-                    {"Connection": "close"},
-                )
-                return
-            body = self.rfile.read(length).decode("utf-8", errors="replace") if length else None
-            path = urlsplit(self.path).path
-            authorizer = None
-            if not path.startswith(PUBLIC_PATHS):
-                auth = self.headers.get("Authorization", "")
-                scheme, _, token = auth.partition(" ")
-                caller = tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
-                if caller is None:
-                    self._error(401, "unauthorized", "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})
-                    return
-                authorizer = {
-                    "principalId": caller.principal_id,
-                    "tenantId": caller.tenant_id,
-                    "role": caller.role.value,
-                }
-            headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
-            event = build_event(self.command, self.path, headers, body, authorizer, self.client_address[0])
-            context = LocalLambdaContext(aws_request_id=event["requestContext"]["requestId"])
-            try:
-                response = lambda_handler(event, context)
-            except Exception as exc:
-                # The type and place only: an exception's message can quote request content.
-                logger.error("handler failed", error=type(exc).__name__, where=_where(exc))
-                self._error(500, "internal_error", "the request failed; see the server log")
-                return
-            out_headers = dict(response.get("headers") or {})
-            for key, values in (response.get("multiValueHeaders") or {}).items():
-                out_headers[key] = ", ".join(values)
-            out_headers.pop("Content-Length", None)
-            self._send(int(response["statusCode"]), response.get("body") or "", out_headers)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
+        event = build_event(self.command, self.path, headers, body, authorizer, self.client_address[0])
+        context = LocalLambdaContext(aws_request_id=event["requestContext"]["requestId"])
+        try:
+            response = self.server.lambda_handler(event, context)
+        except Exception as exc:
+            # The type and place only: an exception's message can quote request content.
+            logger.error("handler failed", error=type(exc).__name__, where=_where(exc))
+            self._error(500, "internal_error", "the request failed; see the server log")
+            return
+        out_headers = dict(response.get("headers") or {})
+        for key, values in (response.get("multiValueHeaders") or {}).items():
+            out_headers[key] = ", ".join(values)
+        out_headers.pop("Content-Length", None)
+        self._send(int(response["statusCode"]), response.get("body") or "", out_headers)
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
-
-    return Handler
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
 
 
 def _where(exc: BaseException) -> str:
@@ -225,12 +232,17 @@ class Scheduler:
 
 
 class _Server(ThreadingHTTPServer):
+    """Holds the token book and the Lambda handler that every request's :class:`_Handler` uses."""
+
     daemon_threads = True
     request_queue_size = 128
     """The listen backlog: the default of 5 resets connections when a burst of clients connect at once."""
 
+    def __init__(self, address: tuple[str, int], tokens: TokenBook, lambda_handler: LambdaHandler) -> None:
+        self.tokens = tokens
+        self.lambda_handler = lambda_handler
+        super().__init__(address, _Handler)
 
-def create_server(
-    host: str, port: int, tokens: TokenBook, lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]
-) -> ThreadingHTTPServer:
-    return _Server((host, port), make_handler(tokens, lambda_handler))
+
+def create_server(host: str, port: int, tokens: TokenBook, lambda_handler: LambdaHandler) -> ThreadingHTTPServer:
+    return _Server((host, port), tokens, lambda_handler)
