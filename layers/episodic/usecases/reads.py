@@ -30,7 +30,7 @@ from episodic.model import (
     TimelinePage,
 )
 from episodic.ports import Changes, Scope, TimelineQuery, Vector
-from episodic.query import hinted_actors, interpret
+from episodic.query import Interpretation, hinted_actors, interpret
 from episodic.usecases.deps import Deps, hash_text
 
 ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
@@ -112,6 +112,36 @@ class Reads:
         """Scope first, then rank; audit what was returned to whom and count the access."""
         deps = self.deps
         now = deps.clock.now()
+        query, reading, scope, explained = self._understand(caller, request, now)
+        vector, degraded = self._query_vector(query)
+        pool = max(deps.settings.recall_pool_size, request.limit)
+        found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
+        episodes = deps.episodes.get_many(caller.tenant_id, [c.event_id for c in found.items])
+        # The index is a projection: re-check the scope against the source of truth.
+        episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
+        ranked = deps.ranker.rank(found.items, episodes, now, has_query=query is not None, limit=len(episodes))
+        if reading is not None and request.actor_id is None:
+            hinted = hinted_actors(reading.name_tokens, {e.actor_id for e in episodes.values()})
+            if hinted:
+                # A scope hint, not a filter: the named actors' episodes first, then the rest.
+                ranked.sort(key=lambda item: item.episode.actor_id not in hinted)
+                explained = explained.model_copy(update={"actor_hints": sorted(hinted)})
+        items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked[: request.limit]]
+        recall_id = deps.ids(now)
+        degraded = (*degraded, *self._account(caller, request, query, items, recall_id, now))
+        return RecallResponse(
+            recall_id=recall_id,
+            items=items,
+            interpretation=explained,
+            context=render_context(items),
+            degraded=[*degraded, *found.degraded],
+        )
+
+    def _understand(
+        self, caller: Caller, request: RecallRequest, now: datetime
+    ) -> tuple[str | None, Interpretation | None, Scope, QueryInterpretation]:
+        """The query text, its reading (a time phrase becomes the window when none is given,
+        and leaves the text), the scope, and what recall tells the caller it understood."""
         query = (request.query or "").strip() or None
         reading = interpret(query, now) if query and request.interpret else None
         after, before = request.occurred_after, request.occurred_before
@@ -133,21 +163,19 @@ class Reads:
             statuses=request.statuses,
             all_privacy_for_operators=False,  # recall feeds prompts: no exception
         )
-        vector, degraded = self._query_vector(query)
-        pool = max(deps.settings.recall_pool_size, request.limit)
-        found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
-        episodes = deps.episodes.get_many(caller.tenant_id, [c.event_id for c in found.items])
-        # The index is a projection: re-check the scope against the source of truth.
-        episodes = {k: e for k, e in episodes.items() if scope.admits(e)}
-        ranked = deps.ranker.rank(found.items, episodes, now, has_query=query is not None, limit=len(episodes))
-        if reading is not None and request.actor_id is None:
-            hinted = hinted_actors(reading.name_tokens, {e.actor_id for e in episodes.values()})
-            if hinted:
-                # A scope hint, not a filter: the named actors' episodes first, then the rest.
-                ranked.sort(key=lambda item: item.episode.actor_id not in hinted)
-                explained = explained.model_copy(update={"actor_hints": sorted(hinted)})
-        items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked[: request.limit]]
-        recall_id = deps.ids(now)
+        return query, reading, scope, explained
+
+    def _account(
+        self,
+        caller: Caller,
+        request: RecallRequest,
+        query: str | None,
+        items: list[RecallItem],
+        recall_id: str,
+        now: datetime,
+    ) -> tuple[str, ...]:
+        """Audit what was served to whom (ids and a query hash, never text), then count the
+        access for relevance decay; returns what could not be done."""
         returned = [item.episode.event_id for item in items]
         audit = AuditRecord(
             audit_id=recall_id,
@@ -161,21 +189,15 @@ class Reads:
                 "actorScoped": request.actor_id is not None,
             },
         )
-        deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
+        self.deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
         if returned:
             try:
-                deps.episodes.record_access(caller.tenant_id, returned, now)
+                self.deps.episodes.record_access(caller.tenant_id, returned, now)
             except StorageError:
                 # Access counts feed relevance decay; they are not worth failing a recall that was
                 # served and audited. The next recall of these episodes counts again.
-                degraded = (*degraded, "access_stats_not_updated")
-        return RecallResponse(
-            recall_id=recall_id,
-            items=items,
-            interpretation=explained,
-            context=render_context(items),
-            degraded=[*degraded, *found.degraded],
-        )
+                return ("access_stats_not_updated",)
+        return ()
 
     def _query_vector(self, query: str | None) -> tuple[Vector | None, tuple[str, ...]]:
         """The query's embedding; when the embedder is unavailable, recall goes on by text alone

@@ -15,6 +15,7 @@ from typing import Any
 
 import bm25s
 import numpy as np
+import numpy.typing as npt
 import Stemmer
 
 from episodic.errors import InvalidRequestError
@@ -70,21 +71,7 @@ class DynamoScopedIndex:
         if not ids:
             return RecallCandidates()
 
-        lexical = np.zeros(len(ids), dtype=np.float32)
-        if query_text:
-            query_tokens = bm25s.tokenize(
-                [query_text], stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=False
-            )[0]
-            if query_tokens:
-                retriever = bm25s.BM25()
-                retriever.index(
-                    bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer, show_progress=False),
-                    show_progress=False,
-                )
-                known = [tok for tok in query_tokens if tok in retriever.vocab_dict]
-                if known:
-                    lexical = np.asarray(retriever.get_scores(known), dtype=np.float32)
-
+        lexical = self._lexical(texts, query_text)
         semantic = np.zeros(len(ids), dtype=np.float32)
         if query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
@@ -97,3 +84,20 @@ class DynamoScopedIndex:
         return RecallCandidates(
             [Candidate(event_id=ids[i], lexical=float(lexical[i]), semantic=float(semantic[i])) for i in sorted(chosen)]
         )
+
+    def _lexical(self, texts: list[str], query_text: str | None) -> npt.NDArray[np.float32]:
+        """BM25 of every text in the scope against the query (zeros without known query terms)."""
+        lexical = np.zeros(len(texts), dtype=np.float32)
+        if not query_text:
+            return lexical
+        query_tokens = bm25s.tokenize(
+            [query_text], stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=False
+        )[0]
+        if not query_tokens:
+            return lexical
+        retriever = bm25s.BM25()
+        retriever.index(
+            bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer, show_progress=False), show_progress=False
+        )
+        known = [tok for tok in query_tokens if tok in retriever.vocab_dict]
+        return np.asarray(retriever.get_scores(known), dtype=np.float32) if known else lexical
