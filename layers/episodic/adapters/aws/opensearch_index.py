@@ -60,7 +60,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -95,7 +95,7 @@ def cosine_from_score(score: float) -> float:
     return max(-1.0, min(1.0, ip))
 
 
-def _as_list(vector: Sequence[float]) -> list[float]:
+def _as_list(vector: Vector) -> list[float]:
     return [float(x) for x in vector]
 
 
