@@ -4,7 +4,8 @@ front of it (``gateway.py``).
 ``Api`` -- ``functions.api.handler``, ``api.memoryMb``, 29 s (API Gateway's own limit):
 
 * environment: the service environment (``FunctionFactory``), nothing of its own;
-* timeline: item reads and writes, Query on the tenant indexes ``gsi1``-``gsi4``;
+* timeline: item reads and writes, Query on the tenant indexes (``by_actor``, ``by_type``,
+  ``by_project``, ``by_tenant``, ``by_review_status``);
 * audit: append, and read (the operators' ``GET /v1/audit``) -- the only function that reads it;
 * archive: read, write and delete versions (restore and erasure);
 * Bedrock: the Titan embedding model; Step Functions: start reviews, answer task tokens;

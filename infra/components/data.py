@@ -39,7 +39,7 @@ AUDIT_FORBIDDEN = (
     "dynamodb:PartiQLDelete",
     "dynamodb:UpdateTimeToLive",
 )
-TENANT_INDEXES = tables.TIMELINE_INDEXES  # gsi1..gsi4: partition keys start with "<tenant>#"
+TENANT_INDEXES = tables.TENANT_INDEXES  # by_actor, by_type, ...: partition keys start with "<tenant>#"
 ARCHIVE_PREFIX = "archive/"  # S3ColdArchive's default prefix: every record and pointer lives under it
 
 
@@ -277,7 +277,7 @@ class DataStores(Construct):
             role.add_to_principal_policy(
                 iam.PolicyStatement(
                     actions=list(AUDIT_READ),
-                    resources=[self.audit.table_arn, *self._index_arns(self.audit, ["by_event"])],
+                    resources=[self.audit.table_arn, *self._index_arns(self.audit, [tables.AUDIT_EVENT_INDEX])],
                 )
             )
         self.grant_key(role, encrypt=True)

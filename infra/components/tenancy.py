@@ -10,8 +10,8 @@ that tenant's prefix. ``infra/README.md`` explains the pool and silo options.
 The condition is the one AWS documents, with the guard it omits: ``ForAllValues`` is also true
 when the request has *no* ``dynamodb:LeadingKeys`` at all -- which is what a Scan looks like --
 so the ``Null`` condition requires the key to be present. Scan is not granted either; the
-guard keeps it that way if someone adds it. GSI5 and GSI6 (the service's cross-tenant sweep
-indexes, whose keys do not start with a tenant) are not granted.
+guard keeps it that way if someone adds it. ``pending_reviews``, ``by_expiry`` and ``by_day``
+(the service's cross-tenant sweep indexes, whose keys do not start with a tenant) are not granted.
 
 The tag cannot widen the pattern: IAM tag values may not contain ``*``, ``?`` or ``#``, so a
 session tagged ``tenantId=acme`` matches ``acme#...`` and nothing else.
@@ -23,6 +23,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from episodic.adapters.aws import tables
 from infra.components.data import (
     ARCHIVE_PREFIX,
     AUDIT_APPEND,
@@ -108,7 +109,7 @@ def _tenant_statements(data: DataStores) -> list[iam.PolicyStatement]:
             sid="AuditOwnTenantOnly",
             # The audit table's partition key is the bare tenant id; its by_event index's is "<tenant>#E#id".
             actions=[*AUDIT_APPEND, *AUDIT_READ],
-            resources=[audit, f"{audit}/index/by_event"],
+            resources=[audit, f"{audit}/index/{tables.AUDIT_EVENT_INDEX}"],
             conditions=leading_keys(TENANT_TAG, f"{TENANT_TAG}#*"),
         ),
         iam.PolicyStatement(

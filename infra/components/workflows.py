@@ -8,9 +8,9 @@ adds to it (``EPISODIC_SUMMARY_MODEL_ID``). Grants, function by function:
   keep its task token on it (timeline ``GetItem``/``UpdateItem`` only); answer task tokens.
 * ``ExpireReview`` (the review machine's timeout: deny by default): timeline item reads and
   writes; audit append; answer task tokens.
-* ``FindBusyActors`` (summarise machine): timeline reads, Query on ``gsi6`` only.
+* ``FindBusyActors`` (summarise machine): timeline reads, Query on ``by_day`` only.
 * ``SummariseActor`` (the summarise Map, reserved ``summariseConcurrency``): timeline reads and
-  writes, Query on ``gsi1``; audit append; Titan and the summary model; start reviews, answer
+  writes, Query on ``by_actor``; audit append; Titan and the summary model; start reviews, answer
   task tokens.
 * ``Forget`` (forget machine, one page of the decay sweep, reserved ``forgetConcurrency``):
   timeline reads, writes and **Scan** (the only function that scans); audit append; archive
@@ -26,6 +26,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from episodic.adapters.aws import tables
 from infra.components import bedrock
 from infra.components.data import DataStores
 from infra.components.functions import FunctionFactory, ServiceFunction
@@ -109,7 +110,7 @@ class Workflows(Construct):
             "Summarisation: actors with enough new events",
             timeout=cdk.Duration.minutes(1),
         )
-        self._data.grant_timeline(made.role, indexes=["gsi6"])
+        self._data.grant_timeline(made.role, indexes=[tables.BY_DAY.name])
         return made
 
     def _summarise_actor(self, scope: Construct) -> ServiceFunction:
@@ -124,7 +125,7 @@ class Workflows(Construct):
             reserved_concurrency=config.summarise_concurrency,
             environment={"EPISODIC_SUMMARY_MODEL_ID": config.summary_model_id},
         )
-        self._data.grant_timeline(made.role, write=True, indexes=["gsi1"])
+        self._data.grant_timeline(made.role, write=True, indexes=[tables.BY_ACTOR.name])
         self._data.grant_audit(made.role)
         bedrock.grant_invoke(made.role, config.titan_model_id, config.summary_model_id)
         grant_review_access(made.role, config, start=True)

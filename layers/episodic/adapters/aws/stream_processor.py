@@ -29,6 +29,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from ulid import ULID
 
+from episodic.adapters.aws.tables import EPISODE_SK
 from episodic.adapters.codec import plain_numbers, unpack_vector
 from episodic.errors import ConflictError
 from episodic.expiry import archived_on_expiry, expiry_detail
@@ -45,7 +46,7 @@ class PoisonRecordError(ValueError):
 
 
 def _episode_of(image: dict[str, Any] | None) -> Episode | None:
-    if not image or image.get("sk") != "EPISODE":
+    if not image or image.get("sk") != EPISODE_SK:
         return None
     try:
         return Episode.model_validate(plain_numbers(image["ep"]))
