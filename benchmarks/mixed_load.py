@@ -58,15 +58,28 @@ WORDS = [
 ]
 
 _MODEL_CODE = ("torch/", "sentence_transformers/", "transformers/")
-_WRITE_CALLS = {"_transaction", "apply", "record_access", "_insert_episode", "_append_audit", "_delete_episode"}
+_SQLITE_CODE = "/adapters/local/sqlite_"  # sqlite_store.py and the modules it is composed of
+_WRITE_CALLS = {
+    "_transaction",
+    "apply",
+    "record_access",
+    "insert_idempotency",
+    "insert_episode",
+    "change_status",
+    "update_stats",
+    "delete_episode",
+    "insert_review",
+    "close_review",
+    "append_audit",
+}
 STAGES: list[tuple[str, Any]] = [
     # (stage, test on a frame's function name and file); a sample goes to the innermost frame that matches
     (
         "model forward pass",
         lambda fn, path: any(m in path for m in _MODEL_CODE),
     ),
-    ("SQLite writes (commit, fsync)", lambda fn, path: path.endswith("sqlite_store.py") and fn in _WRITE_CALLS),
-    ("SQLite reads", lambda fn, path: path.endswith("sqlite_store.py")),
+    ("SQLite writes (commit, fsync)", lambda fn, path: _SQLITE_CODE in path and fn in _WRITE_CALLS),
+    ("SQLite reads", lambda fn, path: _SQLITE_CODE in path),
     ("vector search", lambda fn, path: path.endswith("vectors.py")),
     ("ranking", lambda fn, path: path.endswith("ranking.py")),
     ("write policy", lambda fn, path: "/policy/" in path),

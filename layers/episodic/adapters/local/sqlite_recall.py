@@ -1,0 +1,116 @@
+"""The :class:`~episodic.ports.RecallIndex` over the same database: BM25 from FTS5 and
+cosine similarity from the stored vectors, both limited to the scope first.
+
+Why it needs no separate index service: the FTS rows and vectors are written in the same
+transaction as their episodes (:mod:`.sqlite_writes`), so what recall searches is always exactly
+the timeline. Vectors are searched in memory by :class:`~episodic.adapters.local.vectors.VectorSearch`,
+which follows the table by rowid watermark; this module only hands it the rowids the scope
+admits, so a vector outside the scope can never be returned.
+
+Every query runs on one borrowed reader connection, so its lexical and semantic halves see
+the same snapshot of the database.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+import numpy as np
+
+from episodic.adapters.local.sqlite_database import Database
+from episodic.adapters.local.sqlite_scope import scope_sql
+from episodic.adapters.local.vectors import VectorSearch
+from episodic.ports import RecallCandidates, Scope, Vector
+from episodic.ranking import Candidate
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into a safe FTS5 query: every word, quoted, OR-ed (BM25 grades the rest)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
+    return " OR ".join(f'"{w}"' for w in words) or None
+
+
+class RecallReads(Database):
+    """Scoped recall candidates with their raw lexical and semantic scores."""
+
+    embedder: str | None
+    """The model whose vectors a query is compared with when the caller names none."""
+    vectors: VectorSearch
+
+    def candidates(
+        self,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None = None,
+    ) -> RecallCandidates:
+        with self.reading() as conn:
+            return self._candidates(conn, scope, query_text, query_vector, pool_size, embedder or self.embedder)
+
+    def _candidates(
+        self,
+        conn: sqlite3.Connection,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None,
+    ) -> RecallCandidates:
+        """Without a query, the newest ``pool_size`` of the scope; with one, the union of the
+        best ``pool_size`` by vector (only vectors ``embedder`` made) and by BM25."""
+        where, params = scope_sql(scope)
+        if query_text is None and query_vector is None:
+            rows = conn.execute(
+                f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
+                (*params, pool_size),
+            ).fetchall()
+            return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
+        lexical = _lexical(conn, where, params, query_text or "", pool_size)
+        semantic: dict[str, float] = {}
+        if query_vector is not None and embedder is not None:
+            semantic = self._semantic(conn, scope.tenant_id, where, params, query_vector, pool_size, embedder)
+        ids = list(dict.fromkeys([*semantic, *lexical]))
+        return RecallCandidates(
+            [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
+        )
+
+    def _semantic(
+        self,
+        conn: sqlite3.Connection,
+        tenant_id: str,
+        where: str,
+        params: list[Any],
+        query_vector: Vector,
+        pool_size: int,
+        embedder: str,
+    ) -> dict[str, float]:
+        """``{event_id: cosine}`` of the best ``pool_size`` vectors among the scope's rowids."""
+        cursor = conn.execute(f"SELECT e.rowid FROM episodes e WHERE {where}", params)
+        rowids = np.fromiter((r[0] for r in cursor), dtype=np.int64)
+        if not len(rowids):
+            return {}
+        query = np.asarray(query_vector, dtype=np.float32)
+        top, sims, _ = self.vectors.search(conn, tenant_id, embedder, rowids, query, pool_size)
+        marks = ",".join("?" * len(top))
+        named = conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", top.tolist())
+        names = dict(named.fetchall())
+        return {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
+
+
+def _lexical(conn: sqlite3.Connection, where: str, params: list[Any], text: str, pool_size: int) -> dict[str, float]:
+    """``{event_id: BM25}`` of the best ``pool_size`` matches in the scope (higher is better)."""
+    match = fts_query(text)
+    if not match:
+        return {}
+    rows = conn.execute(
+        f"SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e "
+        f"ON e.rowid = episodes_fts.rowid WHERE episodes_fts MATCH ? AND {where} "
+        f"ORDER BY bm25(episodes_fts) LIMIT ?",
+        (match, *params, pool_size),
+    ).fetchall()
+    return {event_id: float(score) for event_id, score in rows}

@@ -1,0 +1,148 @@
+"""The write side of :class:`~episodic.ports.EpisodeStore`, and erasure compaction.
+
+Why one transaction per change set: :meth:`EpisodeWrites.apply` writes the idempotency key,
+the episodes, their status and stats changes, deletions, reviews and audit records of one
+use case in one :meth:`~.sqlite_database.Database._transaction`, so they are committed (and fsynced)
+together or not at all -- an acknowledged write always has its audit record and its
+idempotency key, and a failed condition leaves nothing behind.
+
+Why the recall index cannot drift: an episode's FTS row, tags, source references and vector
+are written and deleted in the same transaction as the episode row itself.
+
+Why erased text does not linger: after an erasure, :meth:`EpisodeWrites.compact_after_erasure`
+rewrites the FTS segments without the deleted rows and checkpoints and truncates the WAL
+(``secure_delete`` has zeroed the freed pages already).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from episodic.adapters.codec import pack_vector
+from episodic.adapters.local.sqlite_database import Database, micros
+from episodic.adapters.local.sqlite_governance import append_audit, close_review, insert_review
+from episodic.errors import ConflictError
+from episodic.model import Episode
+from episodic.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
+
+
+def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None) -> None:
+    """The episode row with its vector, plus its tags, source references and FTS text."""
+    expires = episode.retention.expires_at
+    cur = conn.execute(
+        "INSERT INTO episodes (tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
+        "occurred_at, expires_at, doc, vector, embedder) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            episode.tenant_id,
+            episode.event_id,
+            episode.actor_id,
+            episode.project_id,
+            episode.event_type.value,
+            episode.status.value,
+            episode.privacy_class.value,
+            micros(episode.occurred_at),
+            micros(expires) if expires else None,
+            episode.model_dump_json(by_alias=True),
+            None if vector is None else pack_vector(vector),
+            embedder,
+        ),
+    )
+    rowid = cur.lastrowid
+    conn.executemany(
+        "INSERT INTO episode_tags (tenant_id, tag, episode_rowid) VALUES (?,?,?)",
+        [(episode.tenant_id, tag, rowid) for tag in episode.tags],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO episode_refs (tenant_id, ref, episode_rowid) VALUES (?,?,?)",
+        [(episode.tenant_id, ref, rowid) for ref in episode.source_refs],
+    )
+    conn.execute("INSERT INTO episodes_fts (rowid, text) VALUES (?, ?)", (rowid, episode.search_text()))
+
+
+def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> None:
+    """The episode and everything indexed from it; nothing when it is already gone."""
+    row = conn.execute("SELECT rowid FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant, event_id)).fetchone()
+    if row is None:
+        return
+    rowid = row[0]
+    conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
+    conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
+    conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
+
+
+def insert_idempotency(conn: sqlite3.Connection, tenant: str, record: IdempotencyRecord) -> None:
+    """The key and the result it answered with (a key already used fails the transaction)."""
+    conn.execute(
+        "INSERT INTO idempotency (tenant_id, key, request_hash, result, created_at) VALUES (?,?,?,?,?)",
+        (tenant, record.key, record.request_hash, json.dumps(record.result), micros(record.created_at)),
+    )
+
+
+def change_status(conn: sqlite3.Connection, tenant: str, change: StatusChange) -> None:
+    """Move an episode to its new status, or :class:`ConflictError` if it left the expected one."""
+    cur = conn.execute(
+        "UPDATE episodes SET status = ?, doc = json_set(doc, '$.status', ?) "
+        "WHERE tenant_id = ? AND event_id = ? AND status = ?",
+        (change.new.value, change.new.value, tenant, change.event_id, change.expected.value),
+    )
+    if cur.rowcount != 1:
+        raise ConflictError(f"episode {change.event_id} is no longer {change.expected.value}", eventId=change.event_id)
+
+
+def update_stats(conn: sqlite3.Connection, tenant: str, stats: StatsChange) -> None:
+    conn.execute(
+        "UPDATE episodes SET doc = json_set(doc, '$.feedbackScore', ?, '$.feedbackCount', ?, "
+        "'$.retentionScore', ?) WHERE tenant_id = ? AND event_id = ?",
+        (stats.feedback_score, stats.feedback_count, stats.retention_score, tenant, stats.event_id),
+    )
+
+
+class EpisodeWrites(Database):
+    """Change sets, access counts and the compaction that follows an erasure."""
+
+    def apply(self, changes: Changes) -> None:
+        """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
+        create-once or expected-status condition fails."""
+        tenant = changes.tenant_id
+        with self._transaction() as conn:
+            try:
+                if changes.idempotency is not None:
+                    insert_idempotency(conn, tenant, changes.idempotency)
+                for new in changes.put:
+                    insert_episode(conn, new.episode, new.vector, new.embedder)
+                for change in changes.status:
+                    change_status(conn, tenant, change)
+                for stats in changes.stats:
+                    update_stats(conn, tenant, stats)
+                for event_id in changes.delete:
+                    delete_episode(conn, tenant, event_id)
+                for review in changes.reviews_put:
+                    insert_review(conn, tenant, review)
+                for close in changes.reviews_close:
+                    if not close_review(conn, tenant, close):
+                        raise ConflictError(f"review {close.review_id} is no longer pending")
+                for record in changes.audit:
+                    append_audit(conn, record)
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"create-once condition failed: {exc}") from exc
+
+    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+        """Count a recall of these episodes and remember when it happened."""
+        if not event_ids:
+            return
+        marks = ",".join("?" * len(event_ids))
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE episodes SET doc = json_set(doc, '$.accessCount', json_extract(doc, '$.accessCount') + 1, "
+                f"'$.lastAccessedAt', ?) WHERE tenant_id = ? AND event_id IN ({marks})",
+                (at.isoformat(), tenant_id, *event_ids),
+            )
+
+    def compact_after_erasure(self) -> None:
+        with self._write_lock:
+            self._writer.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
