@@ -1,0 +1,204 @@
+"""Reads (episodic.usecases.reads): the one scope every read uses (``scope_for``), reads by id,
+and recall -- scope first, rank second, audited, counted, with neighbouring turns read under
+the recall's own scope."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic.errors import NotFoundError
+from episodic.model import Caller, PrivacyClass, RecallRequest, Role, Status
+from episodic.ports import AuditQuery
+from episodic.usecases.deps import hash_text
+from episodic.usecases.reads import Reads, scope_for
+from tests.support.factories import AGENT, OPERATOR, proposal
+from tests.unit.usecases.doubles import StoreSpyDouble
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+ALL_CLASSES = tuple(PrivacyClass)
+SHARED_CLASSES = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL)
+
+
+@pytest.mark.parametrize(
+    ("caller", "actor_id", "operators_see_all", "expected"),
+    [
+        (AGENT, None, True, SHARED_CLASSES),
+        (AGENT, "", True, SHARED_CLASSES),  # ?actorId= names no actor
+        (AGENT, "cust-ana", True, ALL_CLASSES),
+        (OPERATOR, None, True, ALL_CLASSES),
+        (OPERATOR, "", True, ALL_CLASSES),
+        (OPERATOR, None, False, SHARED_CLASSES),  # recall: no exception for operators
+        (OPERATOR, "cust-ana", False, ALL_CLASSES),
+    ],
+)
+def test_given_a_caller_and_an_actor_when_scoped_then_private_classes_need_the_actor(
+    caller, actor_id, operators_see_all, expected
+):
+    scope = scope_for(caller, NOW, actor_id=actor_id, all_privacy_for_operators=operators_see_all)
+    assert scope.privacy_classes == expected
+
+
+def test_given_filters_when_scoped_then_the_tenant_is_the_callers_and_tags_are_lower_cased():
+    other = Caller(tenant_id="globex", role=Role.AGENT, principal_id="agent:globex")
+    scope = scope_for(other, NOW, tags=["Billing", "VIP"], statuses=[Status.ACTIVE, Status.ARCHIVED])
+    assert scope.tenant_id == "globex" and scope.now == NOW
+    assert scope.tags == ("billing", "vip") and scope.statuses == (Status.ACTIVE, Status.ARCHIVED)
+
+
+def test_given_an_expired_episode_not_yet_swept_when_read_by_id_or_recalled_then_it_is_not_served(writes, reads, clock):
+    short = writes.remember(AGENT, proposal(retention={"expiresAt": (clock.now() + timedelta(hours=1)).isoformat()}))
+    clock.advance(hours=2)
+    with pytest.raises(NotFoundError):
+        reads.get(AGENT, short.event_id)
+    assert reads.recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1")).items == []
+
+
+def test_given_a_private_episode_when_an_operator_recalls_unscoped_then_it_is_not_served(writes, reads):
+    private = writes.remember(AGENT, proposal(actorId="cust-ana", privacyClass="private"))
+    assert private.decision == "allow"
+    unscoped = reads.recall(OPERATOR, RecallRequest(query="invoices as PDF"))
+    assert unscoped.items == []
+    assert [e.event_id for e in reads.timeline(OPERATOR).items] == [private.event_id]  # listing may show it
+    scoped = reads.recall(OPERATOR, RecallRequest(query="invoices as PDF", actor_id="cust-ana"))
+    assert [i.episode.event_id for i in scoped.items] == [private.event_id]
+
+
+def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_and_counted(writes, reads, store, clock):
+    written = writes.remember(AGENT, proposal())
+    clock.advance(hours=1)
+    response = reads.recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
+    assert [i.episode.event_id for i in response.items] == [written.event_id]
+    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert [r.audit_id for r in records] == [response.recall_id]
+    assert records[0].detail == {
+        "eventIds": [written.event_id],
+        "queryHash": hash_text("invoices as PDF"),
+        "actorScoped": True,
+    }
+    counted = store.get("acme", written.event_id)
+    assert counted.access_count == 1 and counted.last_accessed_at == clock.now()
+    assert response.degraded == []
+
+
+def test_given_no_query_when_recalling_then_nothing_is_embedded_and_the_newest_come_first(
+    writes, reads, store, embedder
+):
+    older = writes.remember(AGENT, proposal(occurredAt="2026-11-20T09:00:00Z"))
+    newer = writes.remember(AGENT, proposal(summary="User's timezone is Europe/Lisbon"))
+    calls = list(embedder.calls)
+    response = reads.recall(AGENT, RecallRequest(actor_id="user-1"))
+    assert [i.episode.event_id for i in response.items] == [newer.event_id, older.event_id]
+    assert embedder.calls == calls
+    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert records[0].detail.get("queryHash") is None
+
+
+def test_given_access_counts_cannot_be_written_when_recalling_then_it_answers_audited_and_says_so(writes, deps, store):
+    written = writes.remember(AGENT, proposal())
+    spy = StoreSpyDouble(store)
+    spy.fail_record_access = True
+    deps.episodes = spy
+    response = Reads(deps).recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
+    assert [i.episode.event_id for i in response.items] == [written.event_id]
+    assert response.degraded == ["access_stats_not_updated"]
+    assert store.get("acme", written.event_id).access_count == 0
+    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert len(records) == 1
+
+
+def test_given_a_time_phrase_when_recalling_then_it_becomes_the_window_unless_one_is_given(writes, reads):
+    yesterday = writes.remember(AGENT, proposal(occurredAt="2026-11-28T09:30:00Z"))
+    last_week = writes.remember(
+        AGENT, proposal(summary="User prefers invoices as PDF files", occurredAt="2026-11-20T09:30:00Z")
+    )
+    read = reads.recall(AGENT, RecallRequest(query="invoices PDF yesterday", actor_id="user-1"))
+    assert read.interpretation.time_phrase == "yesterday"
+    assert read.interpretation.occurred_after == datetime(2026, 11, 28, tzinfo=UTC)
+    assert [i.episode.event_id for i in read.items] == [yesterday.event_id]
+    explicit = reads.recall(
+        AGENT,
+        RecallRequest(query="invoices PDF yesterday", actor_id="user-1", occurred_after="2026-11-01T00:00:00Z"),
+    )
+    assert explicit.interpretation.time_phrase is None
+    assert {i.episode.event_id for i in explicit.items} == {yesterday.event_id, last_week.event_id}
+
+
+def test_given_a_query_naming_an_actor_when_recalling_unscoped_then_their_episodes_come_first(writes, reads):
+    hal = writes.remember(AGENT, proposal(actorId="cust-hal", summary="Hal wants invoices as PDF attachments"))
+    gail = writes.remember(AGENT, proposal(actorId="cust-gail", summary="Gail wants invoices sent to her accountant"))
+    assert gail.decision == "allow", gail.reasons
+    response = reads.recall(AGENT, RecallRequest(query="gail invoices as PDF attachments"))
+    assert [i.episode.event_id for i in response.items] == [gail.event_id, hal.event_id]
+    assert response.interpretation.actor_hints == ["cust-gail"]
+    assert response.items[1].score > response.items[0].score  # a hint orders; it does not re-score
+
+
+def _turn(writes, summary, minute, session="s-1", **extra):
+    result = writes.remember(
+        AGENT,
+        proposal(
+            eventType="conversation_turn",
+            sessionId=session,
+            summary=summary,
+            occurredAt=(datetime(2026, 11, 28, 9, tzinfo=UTC) + timedelta(minutes=minute)).isoformat(),
+            **extra,
+        ),
+    )
+    assert result.decision == "allow", result.reasons
+    return result.event_id
+
+
+def test_given_neighbours_asked_when_a_turn_is_recalled_then_up_to_that_many_each_side_within_the_hour(writes, reads):
+    too_early = _turn(writes, "User asked whether the warehouse in Porto ships on Saturdays", -90)
+    before = [
+        _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -20),
+        _turn(writes, "User confirmed the billing contact is the finance mailbox", -10),
+    ]
+    hit = _turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0)
+    after = [_turn(writes, "User asked for the invoice to show their VAT number", 10 * n) for n in (1, 2, 3)]
+    item = reads.recall(
+        AGENT, RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1, neighbours=2)
+    ).items[0]
+    assert item.episode.event_id == hit
+    assert [n.event_id for n in item.neighbours] == [*before, *after[:2]]
+    assert too_early not in {n.event_id for n in item.neighbours}
+
+
+def test_given_a_project_scoped_recall_when_a_neighbouring_turn_is_in_another_project_then_it_is_not_shown(
+    writes, reads
+):
+    elsewhere = _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5, projectId="p-2")
+    hit = _turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0, projectId="p-1")
+    request = RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1)
+    assert [n.event_id for n in reads.recall(AGENT, request).items[0].neighbours] == [elsewhere]
+    scoped = reads.recall(AGENT, request.model_copy(update={"project_id": "p-1"})).items[0]
+    assert scoped.episode.event_id == hit and scoped.neighbours == []
+
+
+def test_given_a_superseded_neighbouring_turn_when_recalling_active_episodes_then_it_is_not_shown(writes, reads):
+    old = _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5)
+    _turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0)
+    request = RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1)
+    assert [n.event_id for n in reads.recall(AGENT, request).items[0].neighbours] == [old]
+    writes.correct(
+        AGENT,
+        old,
+        proposal(summary="User asked whether the annual plan can be paid by card", eventType="task_milestone"),
+    )
+    assert reads.recall(AGENT, request).items[0].neighbours == []
+
+
+def test_given_an_episode_that_is_not_a_turn_when_recalled_then_it_has_no_neighbours(writes, reads):
+    _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5)
+    writes.remember(
+        AGENT,
+        proposal(
+            summary="User wants the quarterly report as a spreadsheet",
+            sessionId="s-1",
+            occurredAt="2026-11-28T09:00:00Z",
+        ),
+    )
+    item = reads.recall(AGENT, RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1)).items[0]
+    assert item.episode.event_type == "user_preference_stated" and item.neighbours == []

@@ -1,0 +1,217 @@
+"""Summarisation (episodic.usecases.summarisation): a digest for every actor with more than
+``summary_min_events`` digestible events in the trailing 24 hours, citing its sources as
+``episode:<id>``, as private as the most private of them, expiring with the first of them; one
+actor's failure is reported, never raised. The summariser is the real extractive one over the
+embedder double, or a scripted double where a test needs one."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from episodic.citations import cite
+from episodic.errors import EpisodicError, InvalidRequestError
+from episodic.model import Decision, EventType, PrivacyClass, ProposedBy
+from episodic.usecases.summarisation import SUMMARY_MAX_SOURCES, Summarisation
+from tests.support.factories import AGENT, proposal
+from tests.unit.usecases.doubles import ScriptedSummariserDouble
+
+COURIERS = ["DHL", "UPS", "GLS", "DPD", "FedEx", "TNT", "Chronopost"]
+
+
+@pytest.fixture
+def summarisation(deps, reads, writes) -> Summarisation:
+    return Summarisation(deps, reads, writes)
+
+
+def _events(writes, clock, actor, count, start_hours_ago=20, **overrides):
+    """``count`` allowed episodes of ``actor`` inside the trailing 24 hours, oldest first (one batch)."""
+    results = writes.remember_batch(
+        AGENT,
+        [
+            proposal(
+                actorId=actor,
+                summary=f"Order {9100 + n} for {actor} shipped by {COURIERS[n % len(COURIERS)]} at {8 + n % 10}h",
+                occurredAt=(clock.now() - timedelta(hours=start_hours_ago) + timedelta(minutes=10 * n)).isoformat(),
+                **overrides,
+            )
+            for n in range(count)
+        ],
+    )
+    assert all(r.decision is Decision.ALLOW for r in results), [r.reasons for r in results]
+    return [r.event_id for r in results]
+
+
+def _sensitive(writes, clock, actor):
+    result = writes.remember(
+        AGENT,
+        proposal(
+            actorId=actor,
+            privacyClass="sensitive",
+            summary=f"{actor} asked to ship to a new home address",
+            occurredAt=(clock.now() - timedelta(hours=1)).isoformat(),
+            retention={"expiresAt": (clock.now() + timedelta(days=30)).isoformat()},
+            consent={"required": True, "granted": True, "consentRef": "consent:1"},
+        ),
+    )
+    assert result.decision is Decision.ALLOW, result.reasons
+    return result.event_id
+
+
+def test_given_actors_around_the_threshold_when_busy_actors_are_found_then_only_those_above_it_are(
+    writes, summarisation, clock
+):
+    _events(writes, clock, "cust-five", 5)
+    _events(writes, clock, "cust-six", 6)
+    _events(writes, clock, "cust-padded", 5)  # + a sensitive episode and a digest: neither counts
+    _sensitive(writes, clock, "cust-padded")
+    writes.remember(
+        AGENT,
+        proposal(
+            actorId="cust-padded",
+            eventType="session_summary",
+            sourceTrust="tool_result",
+            summary="Five orders for cust-padded shipped by courier",
+            occurredAt=(clock.now() - timedelta(hours=2)).isoformat(),
+        ),
+    )
+    busy = summarisation.busy_actors(clock.now())
+    assert [(b.tenant_id, b.actor_id, b.events) for b in busy] == [("acme", "cust-six", 6)]
+    assert busy[0].window_start == clock.now() - timedelta(hours=24) and busy[0].window_end == clock.now()
+
+
+def test_given_a_busy_actor_when_summarised_then_the_digest_cites_every_source_newest_first_as_a_workflow(
+    writes, summarisation, store, clock
+):
+    written = _events(writes, clock, "cust-dana", 7)
+    result = summarisation.summarise_actor("acme", "cust-dana", clock.now() - timedelta(hours=24), clock.now())
+    assert result.decision is Decision.ALLOW, result.reasons
+    digest = store.get("acme", result.event_id)
+    assert digest.event_type is EventType.SESSION_SUMMARY and digest.tags == ["digest"]
+    assert digest.source_refs == [cite(i) for i in reversed(written)]
+    assert digest.proposed_by is ProposedBy.WORKFLOW and digest.actor_id == "cust-dana"
+    assert digest.occurred_at == store.get("acme", written[-1]).occurred_at
+    lines = digest.summary.split("\n")
+    sources = {store.get("acme", i).summary for i in written}
+    assert 1 <= len(lines) <= 3 and set(lines) <= sources  # extractive: every line is a source's sentence
+
+
+def test_given_private_and_sensitive_sources_when_summarised_then_the_digest_is_private_and_skips_the_sensitive(
+    writes, summarisation, store, clock
+):
+    ordinary = _events(writes, clock, "cust-dana", 6, importance=0.3)
+    private = writes.remember(
+        AGENT,
+        proposal(
+            actorId="cust-dana",
+            privacyClass="private",
+            importance=0.9,
+            summary="Dana's parcel 9200 goes to the Braga pickup point",
+            occurredAt=(clock.now() - timedelta(hours=3)).isoformat(),
+        ),
+    ).event_id
+    sensitive = _sensitive(writes, clock, "cust-dana")
+    result = summarisation.summarise_actor("acme", "cust-dana", clock.now() - timedelta(hours=24), clock.now())
+    digest = store.get("acme", result.event_id)
+    assert digest.privacy_class is PrivacyClass.PRIVATE and digest.importance == 0.9
+    assert set(digest.source_refs) == {cite(i) for i in [*ordinary, private]}
+    assert cite(sensitive) not in digest.source_refs
+
+
+def test_given_sources_with_expiries_when_summarised_then_the_digest_expires_with_the_first_of_them(
+    writes, summarisation, store, clock
+):
+    _events(writes, clock, "cust-eli", 5)
+    first_expiry = clock.now() + timedelta(days=3)
+    for days in (3, 9):
+        writes.remember(
+            AGENT,
+            proposal(
+                actorId="cust-eli",
+                summary=f"Eli's parcel {days} left the Porto depot",
+                occurredAt=(clock.now() - timedelta(hours=days)).isoformat(),
+                retention={"expiresAt": (clock.now() + timedelta(days=days)).isoformat()},
+            ),
+        )
+    result = summarisation.summarise_actor("acme", "cust-eli", clock.now() - timedelta(hours=24), clock.now())
+    assert store.get("acme", result.event_id).retention.expires_at == first_expiry
+
+
+def test_given_too_few_digestible_events_in_the_window_when_summarised_then_it_is_refused(
+    writes, summarisation, store, clock
+):
+    _events(writes, clock, "cust-fay", 5)
+    _sensitive(writes, clock, "cust-fay")
+    with pytest.raises(InvalidRequestError):
+        summarisation.summarise_actor("acme", "cust-fay", clock.now() - timedelta(hours=24), clock.now())
+    assert store.count("acme") == 6
+
+
+def test_given_a_summariser_writing_more_than_three_lines_when_summarised_then_three_are_kept(
+    writes, deps, summarisation, store, clock
+):
+    deps.summariser = ScriptedSummariserDouble(lines=[f"Order {9100 + n} shipped" for n in range(5)])
+    _events(writes, clock, "cust-gus", 6)
+    result = summarisation.summarise_actor("acme", "cust-gus", clock.now() - timedelta(hours=24), clock.now())
+    assert store.get("acme", result.event_id).summary.split("\n") == [f"Order {9100 + n} shipped" for n in range(3)]
+
+
+def test_given_one_actor_failing_when_summarising_everyone_then_it_is_reported_and_the_others_are_written(
+    writes, deps, summarisation, store, clock
+):
+    deps.summariser = ScriptedSummariserDouble(fail_for=["cust-bad"])
+    _events(writes, clock, "cust-bad", 6)
+    _events(writes, clock, "cust-ok", 6)
+    outcomes = {o.actor_id: o for o in summarisation.summarise()}
+    assert outcomes["cust-bad"].failed is True and outcomes["cust-bad"].error == "RuntimeError"
+    assert outcomes["cust-bad"].event_id is None
+    assert outcomes["cust-ok"].decision is Decision.ALLOW and outcomes["cust-ok"].failed is None
+    assert store.get("acme", outcomes["cust-ok"].event_id).event_type is EventType.SESSION_SUMMARY
+
+
+def test_given_no_summariser_when_summarising_then_each_actor_reports_the_composition_error(
+    writes, deps, summarisation, clock
+):
+    deps.summariser = None
+    _events(writes, clock, "cust-hal", 6)
+    with pytest.raises(EpisodicError):
+        summarisation.summarise_actor("acme", "cust-hal", clock.now() - timedelta(hours=24), clock.now())
+    [outcome] = summarisation.summarise()
+    assert outcome.failed is True and outcome.error == "EpisodicError"
+
+
+def test_given_more_sources_than_a_digest_may_cite_when_summarised_then_the_newest_are_cited(
+    writes, summarisation, store, clock
+):
+    written = _events(writes, clock, "cust-ivy", SUMMARY_MAX_SOURCES + 3)
+    result = summarisation.summarise_actor("acme", "cust-ivy", clock.now() - timedelta(hours=24), clock.now())
+    assert store.get("acme", result.event_id).source_refs == [cite(i) for i in reversed(written[3:])]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="BUG (minor): summarise_actor reads the newest SUMMARY_MAX_SOURCES + 1 episodes of the window and "
+    "only then drops what a digest may not repeat (earlier digests, sensitive episodes), so digests from "
+    "earlier runs in the same 24 hours (hourly locally) take the places of sources: with 50 events and two "
+    "earlier digests in the window, the new digest cites 49, not every event up to the cap of 50",
+)
+def test_given_earlier_digests_in_the_window_when_summarised_then_they_take_no_place_of_a_source(
+    writes, summarisation, store, clock
+):
+    written = _events(writes, clock, "cust-jo", SUMMARY_MAX_SOURCES)
+    for n in range(2):
+        writes.remember(
+            AGENT,
+            proposal(
+                actorId="cust-jo",
+                eventType="session_summary",
+                sourceTrust="tool_result",
+                summary=f"Digest {n}: orders for cust-jo shipped by courier",
+                occurredAt=(clock.now() - timedelta(minutes=5)).isoformat(),
+            ),
+        )
+    result = summarisation.summarise_actor("acme", "cust-jo", clock.now() - timedelta(hours=24), clock.now())
+    assert result.decision is Decision.ALLOW
+    assert set(store.get("acme", result.event_id).source_refs) == {cite(i) for i in written}
