@@ -35,6 +35,7 @@ from episodic.model import (
     TimelinePage,
     WritesStatus,
 )
+from episodic.model.conversations import TurnsRequest, TurnsResult
 from episodic.policy import WritePolicy
 from episodic.ports import (
     ColdArchive,
@@ -49,6 +50,7 @@ from episodic.ranking import Ranker
 from episodic.settings import Settings
 from episodic.usecases.admin import Admin
 from episodic.usecases.archival import Archival
+from episodic.usecases.conversations import Conversations
 from episodic.usecases.deps import Deps, SystemClock
 from episodic.usecases.erasure import Erasure
 from episodic.usecases.feedback import Feedback
@@ -119,7 +121,7 @@ class MemoryService:
             notifier=notifier,
             summariser=summariser,
             settings=settings,
-            policy=policy or WritePolicy(),
+            policy=policy or WritePolicy(private_disclosures=settings.sensitive_disclosures == "private"),
             clock=clock or SystemClock(),
             ranker=Ranker(settings.ranking_weights()),
             backend=backend,
@@ -132,6 +134,7 @@ class MemoryService:
         self.reviews = Reviews(self.deps, self.writes)
         self.summarisation = Summarisation(self.deps, self.reads, self.writes)
         self.admin = Admin(self.deps)
+        self.conversations = Conversations(self.deps, self.reads, self.writes, self.summarisation)
         self._closers = list(closers)
 
     def close(self) -> None:
@@ -157,6 +160,11 @@ class MemoryService:
         self, caller: Caller, event_id: str, proposal: EpisodeProposal, idempotency_key: str | None = None
     ) -> RememberResult:
         return self.writes.correct(caller, event_id, proposal, idempotency_key)
+
+    def add_turns(
+        self, caller: Caller, session_id: str, request: TurnsRequest, idempotency_key: str | None = None
+    ) -> TurnsResult:
+        return self.conversations.add_turns(caller, session_id, request, idempotency_key)
 
     # reads
     def get(self, caller: Caller, event_id: str) -> Episode:

@@ -26,6 +26,12 @@ class Settings(BaseModel):
     writes_disabled: bool = Field(
         default=False, description="Deployment-wide kill-switch; operators also have a per-tenant one."
     )
+    sensitive_disclosures: str = Field(
+        default="private",
+        pattern="^(private|suggest)$",
+        description="A sensitive personal disclosure marked public/internal is stored private (only recall "
+        "scoped to its actor shows it), or only named and `sensitive` suggested (suggest)",
+    )
     review_timeout_days: float = Field(default=7.0, gt=0)
     recall_pool_size: int = Field(default=200, ge=10, le=5000)
     half_life_days: float = Field(default=30.0, gt=0)

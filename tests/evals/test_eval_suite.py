@@ -15,7 +15,11 @@ def test_given_the_labelled_suite_when_evaluated_then_no_metric_regresses(tmp_pa
     service = build_local_service(Settings(data_dir=tmp_path / "data"), embedder=minilm, clock=clock)
     metrics = run_suite(service, clock, SUITE)
     service.close()
-    thresholds = json.loads((SUITE / "thresholds.json").read_text())
+    thresholds = {
+        name: bound
+        for name, bound in json.loads((SUITE / "thresholds.json").read_text()).items()
+        if not name.startswith("conversation_")  # tests/evals/test_conversation_benchmark.py
+    }
     print(json.dumps({k: v for k, v in metrics.items() if not k.startswith("_")}, indent=1))
     assert check_thresholds(metrics, thresholds) == [], metrics.get("_wrong_decisions")
     assert metrics["cross_tenant_leaks"] == 0 and metrics["cross_actor_leaks"] == 0

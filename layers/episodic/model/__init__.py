@@ -44,6 +44,7 @@ from episodic.model.messages import (
     Review,
     ReviewView,
     ScoreComponents,
+    SentenceJudgement,
     TimelinePage,
 )
 from episodic.model.results import (
@@ -94,6 +95,7 @@ __all__ = [
     "ReviewView",
     "Role",
     "ScoreComponents",
+    "SentenceJudgement",
     "SourceTrust",
     "Status",
     "SweepReport",

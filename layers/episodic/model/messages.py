@@ -3,7 +3,7 @@ write, a recall, a review, an audit query and a timeline page give back (pydanti
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, JsonValue, field_validator
 
@@ -13,6 +13,7 @@ from episodic.model.episode import (
     Episode,
     EventType,
     Id,
+    PrivacyClass,
     ProposedBy,
     ReviewStatus,
     Role,
@@ -45,6 +46,15 @@ class Redaction(CamelModel):
     kind: str
 
 
+class SentenceJudgement(CamelModel):
+    """How the policy judged one sentence of a summary (by position: the text stays out of the
+    audit log): ``memorable`` or ``chatter``, and the sign it went by."""
+
+    index: int
+    verdict: Literal["memorable", "chatter"]
+    why: str
+
+
 class PolicyDecision(CamelModel):
     """The policy's verdict on one proposal, with every reason code that led to it."""
 
@@ -52,6 +62,14 @@ class PolicyDecision(CamelModel):
     reasons: list[str]
     policy_version: str
     redactions: list[Redaction] = []
+    sentences: list[SentenceJudgement] = Field(
+        default=[], description="Each sentence of the summary as judged for memorability (free-text proposals)."
+    )
+    suggested_privacy_class: PrivacyClass | None = Field(
+        default=None,
+        description="A stricter privacy class the content calls for (a sensitive disclosure): the episode is "
+        "stored at least private; propose it as sensitive, with consent and an expiry, for the sensitive rules.",
+    )
 
 
 class RememberResult(CamelModel):
@@ -61,6 +79,8 @@ class RememberResult(CamelModel):
     reasons: list[str]
     policy_version: str
     redactions: list[Redaction] = []
+    sentences: list[SentenceJudgement] = []
+    suggested_privacy_class: PrivacyClass | None = None
     event_id: str | None = None
     review_id: str | None = None
     status: Status | None = None

@@ -42,16 +42,17 @@ from episodic.model import (
     PrivacyClass,
     ProposedBy,
     Redaction,
+    SentenceJudgement,
     SourceTrust,
 )
-from episodic.policy import fields
+from episodic.policy import fields, memorability, sensitivity
 from episodic.policy.chatter import ChatterClassifier, default_classifier
 from episodic.policy.instruction_model import default_model
 from episodic.policy.provenance import backed_claims
 from episodic.policy.redaction import redact_proposal
 from episodic.policy.text import normalise
 
-POLICY_VERSION = "2026-11-30.2"
+POLICY_VERSION = "2026-12-01.1"
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""
@@ -62,8 +63,12 @@ class WritePolicy:
 
     version = POLICY_VERSION
 
-    def __init__(self, chatter: ChatterClassifier | None = None) -> None:
+    def __init__(self, chatter: ChatterClassifier | None = None, *, private_disclosures: bool = True) -> None:
+        """``private_disclosures``: store a sensitive disclosure marked public or internal as
+        ``private`` (the default); without it the policy only names the kind and suggests
+        ``sensitive`` (``EPISODIC_SENSITIVE_DISCLOSURES=suggest``)."""
         self._chatter = chatter
+        self.private_disclosures = private_disclosures
 
     @property
     def chatter(self) -> ChatterClassifier:
@@ -104,9 +109,11 @@ class WritePolicy:
             redactions = [Redaction(field=path, kind="secret_in_identifier") for path in cleaned.secret_identifiers]
             return self._verdict(Decision.DENY, ["secret_in_identifier"], redactions), proposal
         stored, provenance_notes = backed_claims(cleaned.proposal, caller)
-        notes = [*provenance_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
+        stored, privacy_notes, suggested = _privacy_for_disclosures(stored, self.private_disclosures)
+        notes = [*provenance_notes, *privacy_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
         instruction_kinds = {kind for _, kind in _instruction_findings(stored)}
-        deny = self._deny_reasons(stored, caller, now, instruction_kinds)
+        sentences = self._judge_sentences(stored)
+        deny = self._deny_reasons(stored, caller, now, instruction_kinds, sentences)
         review = self._review_reasons(stored, caller, superseded, instruction_kinds)
         if deny:
             decision = Decision.DENY
@@ -114,7 +121,8 @@ class WritePolicy:
             decision = Decision.REVIEW
         else:
             decision = Decision.ALLOW
-        return self._verdict(decision, [*deny, *review, *notes], cleaned.redactions), stored
+        verdict = self._verdict(decision, [*deny, *review, *notes], cleaned.redactions)
+        return verdict.model_copy(update={"sentences": sentences, "suggested_privacy_class": suggested}), stored
 
     def _verdict(
         self, decision: Decision, reasons: list[str], redactions: list[Redaction] | None = None
@@ -123,7 +131,9 @@ class WritePolicy:
             decision=decision, reasons=reasons, policy_version=self.version, redactions=redactions or []
         )
 
-    def _deny_reasons(self, p: EpisodeProposal, caller: Caller, now: datetime, found: set[str]) -> list[str]:
+    def _deny_reasons(
+        self, p: EpisodeProposal, caller: Caller, now: datetime, found: set[str], sentences: list[SentenceJudgement]
+    ) -> list[str]:
         reasons = []
         # Operator claims survive backed_claims untouched, so that they can be refused here.
         claims_operator = p.proposed_by is ProposedBy.OPERATOR or p.source_trust is SourceTrust.OPERATOR_ENTERED
@@ -142,7 +152,7 @@ class WritePolicy:
             reasons.append("approval_without_resource")
         # Instruction-like text is a security event a human should see, even when it is short
         # enough to look like chatter: it goes to review, not to the chatter denial.
-        if not found and self._is_chatter(p):
+        if not found and sentences and not any(s.verdict == "memorable" for s in sentences):
             reasons.append("not_memorable")
         return reasons
 
@@ -163,11 +173,16 @@ class WritePolicy:
             reasons.append("supersedes_other_actor")
         return reasons
 
-    def _is_chatter(self, p: EpisodeProposal) -> bool:
-        """Structured content (details, decisions, an outcome) is never chatter; text is classified."""
+    def _judge_sentences(self, p: EpisodeProposal) -> list[SentenceJudgement]:
+        """The summary judged sentence by sentence; ``[]`` for structured content (details,
+        decisions, an outcome), which is never chatter. The proposal is chatter only when every
+        sentence is."""
         if p.details is not None or p.decisions or p.outcome or p.success is not None:
-            return False
-        return self.chatter.is_chatter(p.summary, p.event_type.value)
+            return []
+        return [
+            SentenceJudgement(index=v.index, verdict=v.verdict, why=v.why)
+            for v in memorability.judge(p.summary, p.event_type.value, self.chatter)
+        ]
 
 
 def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
@@ -183,6 +198,25 @@ def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
     if not found and default_model().is_instruction(" ".join(text for _, text in texts)):
         found.append(("*", "instruction_model"))
     return found
+
+
+def _privacy_for_disclosures(
+    p: EpisodeProposal, raise_to_private: bool
+) -> tuple[EpisodeProposal, list[str], PrivacyClass | None]:
+    """A sensitive personal disclosure (health, beliefs, finances, ...) in a proposal marked
+    ``public`` or ``internal`` is stored ``private`` -- shown only to recall scoped to its actor
+    -- and ``sensitive`` is suggested. It is not stored ``sensitive`` on the policy's own word:
+    that class needs consent and an expiry that only the caller can give."""
+    if p.privacy_class is PrivacyClass.SENSITIVE:
+        return p, [], None
+    kinds = sensitivity.disclosures("\n".join(filter(None, [p.summary, p.outcome])))
+    if not kinds:
+        return p, [], None
+    notes = [f"sensitive:{kind}" for kind in kinds]
+    if raise_to_private and p.privacy_class is not PrivacyClass.PRIVATE:
+        p = p.model_copy(update={"privacy_class": PrivacyClass.PRIVATE})
+        notes.append("privacy_raised_to_private")
+    return p, notes, PrivacyClass.SENSITIVE
 
 
 def _missing_essentials(p: EpisodeProposal) -> list[str]:

@@ -62,7 +62,7 @@ class Summarisation:
         sources = [e for e in page.items if digestible(e)][:SUMMARY_MAX_SOURCES]
         if len(sources) <= self.deps.settings.summary_min_events:
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
-        lines = self._summariser().summarise(sources, max_lines=3)[:3]
+        lines = self.summariser().summarise(sources, max_lines=3)[:3]
         expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
         proposal = EpisodeProposal(
             event_type=EventType.SESSION_SUMMARY,
@@ -100,7 +100,8 @@ class Summarisation:
             outcomes.append(DigestOutcome(**busy.model_dump(), **outcome))
         return outcomes
 
-    def _summariser(self) -> Summariser:
+    def summariser(self) -> Summariser:
+        """The injected summariser (a composition without one cannot summarise)."""
         if self.deps.summariser is None:
             raise EpisodicError("no summariser is configured for this service (a composition error)")
         return self.deps.summariser

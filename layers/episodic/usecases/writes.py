@@ -128,6 +128,7 @@ class Writes:
                     reasons=decision.reasons,
                     policy_version=decision.policy_version,
                     redactions=decision.redactions,
+                    sentences=decision.sentences,
                 )
             key = keys[i]
             if key is not None:
@@ -222,6 +223,8 @@ class Writes:
             reasons=decision.reasons,
             policy_version=decision.policy_version,
             redactions=decision.redactions,
+            sentences=decision.sentences,
+            suggested_privacy_class=decision.suggested_privacy_class,
             event_id=episode.event_id,
             review_id=review_id,
             status=episode.status,

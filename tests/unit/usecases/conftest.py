@@ -24,14 +24,14 @@ from episodic.usecases.writes import Writes
 from tests.support.doubles import HashingTestEmbedder
 from tests.unit.usecases.doubles import CompactionSpyDouble, RecordingReviewNotifierDouble
 
-TORCH_LOADED_BEFORE = "torch" in sys.modules
-
 
 @pytest.fixture(autouse=True)
 def _no_embedding_model() -> Iterator[None]:
-    """These tests must never load the embedding model (torch): they would stop being fast."""
+    """These tests must never load the embedding model (torch): they would stop being fast.
+    Checked per test, since another module in the same worker may have loaded it before."""
+    loaded_before = "torch" in sys.modules
     yield
-    if not TORCH_LOADED_BEFORE:
+    if not loaded_before:
         assert "torch" not in sys.modules, "a use-case unit test imported torch"
 
 

@@ -2,9 +2,10 @@
 
 It splits the events' summaries into sentences, embeds them with the real embedder, and
 picks the most *central* ones -- those most similar to all the others, i.e. what the window
-was mostly about -- skipping near-duplicates of a sentence already chosen. The chosen
-sentences are returned verbatim, in the order their events happened. Every word of the
-digest is therefore a word of a source.
+was mostly about -- skipping near-duplicates of a sentence already chosen and the sentences
+the write policy judges chatter ("Hey John!", "Thanks!"), which say nothing a digest should
+carry. The chosen sentences are returned verbatim, in the order their events happened.
+Every word of the digest is therefore a word of a source.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from episodic.model import Episode
+from episodic.policy import memorability
+from episodic.policy.chatter import default_classifier
 from episodic.ports import Embedder
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
@@ -37,6 +40,7 @@ class ExtractiveSummariser:
             for sentence in _SENTENCE.split(episode.summary)
             if sentence.strip()
         ]
+        sentences = [s for s in sentences if not _chatter(s[1])] or sentences
         if not sentences:
             return []
         vectors = np.asarray(self.embedder.embed([s for _, s in sentences]), dtype=np.float32)
@@ -49,3 +53,9 @@ class ExtractiveSummariser:
             if len(chosen) == max_lines:
                 break
         return [sentences[i][1] for i in sorted(chosen, key=lambda i: (sentences[i][0], i))]
+
+
+def _chatter(sentence: str) -> bool:
+    """Judged as the write policy judges a sentence of a proposal."""
+    verdicts = memorability.judge(sentence, "session_summary", default_classifier())
+    return not memorability.memorable(verdicts)

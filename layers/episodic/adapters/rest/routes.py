@@ -32,6 +32,9 @@ from episodic.model import (
     UtcDatetime,
     WritesStatus,
 )
+from episodic.model.conversations import TurnsRequest, TurnsResult
+
+SESSION_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$"  # episodic.model.Id
 
 
 def _remember_response(result: RememberResult) -> Response:
@@ -128,6 +131,19 @@ def get_timeline(
         cursor=cursor,
         newest_first=order == "desc",
     )
+
+
+@app.post(
+    "/v1/sessions/<sessionId>/turns",
+    responses=errors(401, 409, 413, 415, 422, 503),
+    summary="Add a conversation's turns: memorable ones are kept as episodes; endSession writes the handoff",
+)
+def post_turns(
+    sessionId: Annotated[str, Path(max_length=128, pattern=SESSION_ID)],
+    request: Annotated[TurnsRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> TurnsResult:
+    return get_service().add_turns(current_caller(), sessionId, request, idempotency_key)
 
 
 @app.post(

@@ -1,0 +1,130 @@
+"""Is anything in this text worth remembering? Judged sentence by sentence.
+
+People wrap facts in pleasantries: "Hey Tom, how's it going? I finally signed up for that
+pottery class on Thursdays". Judged whole, such a turn looks like chatter; judged by its
+sentences, one of them is a plan with a day in it. So the text is split into sentences (and
+the clauses a dash or a semicolon joins), each sentence is judged, and the text is
+``not_memorable`` only when every sentence is chatter.
+
+A sentence is *chatter* when it is a pleasantry (a greeting, thanks, an acknowledgement,
+laughter, a goodbye, a question about someone's day) or says too little to be a fact; it is
+*memorable* when it carries a fact's marks -- something that happened or will happen, a
+person, place or thing named, a number or a time, a plan, a preference, a decision, a
+disclosure -- judged by content words and shape, with the chatter classifier as the
+tie-breaker for short sentences. Every verdict is kept with its sentence's position, so a
+decision can say which sentence was judged what.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from episodic.policy.chatter import ChatterClassifier
+from episodic.policy.sensitivity import disclosures
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+|\s+[-\u2013\u2014]\s+|;\s+|(?<=\))\s+(?=[A-Z])")
+_WORD = re.compile(r"[A-Za-zÀ-ÿ']+|\d+")
+_TIME = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|last|next|ago|since|until|week(end)?s?|months?|years?|"
+    r"mon|tues|wednes|thurs|fri|satur|sun)(day)?\b|\b(january|february|march|april|may|june|july|august|"
+    r"september|october|november|december|spring|summer|autumn|fall|winter|christmas|easter)\b",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.IGNORECASE)
+
+PLEASANTRY_WORDS = frozenset(
+    """
+    hi hey hello hiya yo howdy heya morning evening afternoon night goodnight gn gm bye goodbye cya
+    later soon talk ttyl xx x xo xoxo thanks thank thx ty cheers appreciate appreciated welcome np
+    problem ok okay k kk sure yes yeah yep yup ya no nope nah right alright fine cool nice great good
+    awesome amazing lovely wonderful fantastic brilliant perfect sweet wow omg oh ah aw aww ooh oof ugh
+    hmm haha hahaha lol lmao rofl hehe ha yay woo woohoo sorry miss missed long time see hear how what
+    hows whats how's what's going up new doing been you your u ur doin are is it was all well too so
+    very really much just totally absolutely definitely course indeed same love glad happy sounds sound
+    like hope day weekend week care take have a the an and to of for with that this there here i me my
+    we our it its in on at be do did does can could would will that's it's there's i'm you're we're
+    they're he's she's don't can't won't didn't isn't wasn't i'll you'll we'll let's he she they them
+    him her his their anyway honestly seriously literally sending strength hugs proud crying cry
+    laughing dying dead mad crazy insane iconic legend bless poor god gosh jeez fair true deal luck
+    congrats congratulations jealous envious relief please rush worries worry stop typical ideas idea
+    update news tell told say said know think guess mean feel feeling keep let go going off back
+    out about then now still ever never again enjoy fun funny cute exciting excited proud tired busy
+    whole bit lot lots some any thing things okay? aw whatever omg yikes eek hooray bravo
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words a pleasantry is made of; a sentence made only of these (and names) says nothing."""
+
+MIN_CONTENT_WORDS = 2
+"""Content words (outside the pleasantry vocabulary) a sentence needs before it can be a fact."""
+
+SUBSTANTIAL_CONTENT_WORDS = 5
+"""A sentence with this many content words says something, whatever its shape."""
+
+Verdict = Literal["memorable", "chatter"]
+
+
+@dataclass(frozen=True)
+class SentenceVerdict:
+    index: int
+    verdict: Verdict
+    why: str
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences and dash- or semicolon-joined clauses of ``text``, stripped, non-empty."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
+
+
+def judge(text: str, event_type: str, classifier: ChatterClassifier) -> list[SentenceVerdict]:
+    """A verdict for every sentence of ``text``, in order."""
+    return [_judge_sentence(i, sentence, event_type, classifier) for i, sentence in enumerate(sentences(text))]
+
+
+def memorable(verdicts: list[SentenceVerdict]) -> bool:
+    return any(v.verdict == "memorable" for v in verdicts)
+
+
+def _judge_sentence(index: int, sentence: str, event_type: str, classifier: ChatterClassifier) -> SentenceVerdict:
+    if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
+        sentence = sentence.capitalize()
+    words = _WORD.findall(sentence)
+    content = [w for w in words if w.lower() not in PLEASANTRY_WORDS and not _is_vocative(w, words)]
+    if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
+        return SentenceVerdict(index, "chatter", "pleasantry" if not content else "too_little_content")
+    marks = _fact_marks(sentence, words, content)
+    if marks:
+        return SentenceVerdict(index, "memorable", marks)
+    if classifier.is_chatter(sentence, event_type):
+        return SentenceVerdict(index, "chatter", "classifier")
+    return SentenceVerdict(index, "memorable", "classifier")
+
+
+def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
+    """The strongest sign that the sentence states a fact, or '' when it shows none."""
+    if any(w.isdigit() for w in words):
+        return "number"
+    if disclosures(sentence):
+        return "disclosure"
+    if len(content) >= SUBSTANTIAL_CONTENT_WORDS:
+        return "substantial"
+    if _TIME.search(sentence):
+        return "time"
+    if any(w[:1].isupper() and not w.isupper() and w in content for w in words[1:]):
+        return "named_thing"
+    if _FIRST_PERSON.search(sentence) and len(content) >= 3:
+        return "first_person_statement"
+    return ""
+
+
+_GREETINGS = frozenset(["hi", "hey", "hello", "hiya", "heya", "morning", "evening", "night", "thanks", "thank"])
+
+
+def _is_vocative(word: str, words: list[str]) -> bool:
+    """A capitalised word right after a greeting ("Hey Tom", "Thanks Priya") or alone at the
+    start ("Kez!!") names who is addressed, not a fact."""
+    position = words.index(word)
+    if not word[:1].isupper():
+        return False
+    return (position == 0 and len(words) == 1) or (position > 0 and words[position - 1].lower() in _GREETINGS)

@@ -1,0 +1,146 @@
+"""Conversation memory: a session's turns become episodes, and a session ends with a handoff.
+
+Each turn is proposed as a ``conversation_turn`` through the same write policy as any write
+(so small talk is left out with ``not_memorable``, and every decision is audited), with the
+turn id as its source and the session as its ``sessionId``. Turns of one session are each
+other's neighbours in recall. ``end_session`` writes the handoff summary:
+a ``session_summary`` of what the session's kept turns said, citing them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from episodic.citations import cite
+from episodic.digests import digest_privacy, digestible
+from episodic.model import (
+    Caller,
+    Confidence,
+    Decision,
+    Episode,
+    EpisodeProposal,
+    EventType,
+    ProposedBy,
+    RememberResult,
+    Retention,
+    Role,
+    SourceTrust,
+)
+from episodic.model.conversations import SessionHandoff, Turn, TurnResult, TurnsRequest, TurnsResult
+from episodic.usecases.deps import Deps
+from episodic.usecases.reads import Reads
+from episodic.usecases.summarisation import Summarisation
+from episodic.usecases.writes import Writes
+
+HANDOFF_LOOKBACK = timedelta(hours=12)
+"""How far before the first turn of the closing request the handoff looks for the session's turns."""
+
+HANDOFF_MAX_TURNS = 50
+
+
+class Conversations:
+    def __init__(self, deps: Deps, reads: Reads, writes: Writes, summarisation: Summarisation) -> None:
+        self.deps = deps
+        self.reads = reads
+        self.writes = writes
+        self.summarisation = summarisation
+
+    def add_turns(
+        self, caller: Caller, session_id: str, request: TurnsRequest, idempotency_key: str | None = None
+    ) -> TurnsResult:
+        """Propose every turn (decided independently, like a batch); then, at the end of the
+        session, write its handoff summary."""
+        proposals = [self._proposal(session_id, turn, request.project_id) for turn in request.turns]
+        results = self.writes.remember_batch(caller, proposals, idempotency_key)
+        turns = [_turn_result(turn, result) for turn, result in zip(request.turns, results, strict=True)]
+        handoff = self._handoff(caller, session_id, request) if request.end_session else None
+        kept = sum(1 for r in results if r.decision is not Decision.DENY)
+        return TurnsResult(session_id=session_id, turns=turns, kept=kept, handoff=handoff)
+
+    @staticmethod
+    def _proposal(session_id: str, turn: Turn, project_id: str | None) -> EpisodeProposal:
+        """The turn as a proposal. ``proposedBy`` stays the model's: the agent relays what was
+        said, it cannot prove who said it."""
+        by_agent = turn.role == "assistant"
+        return EpisodeProposal(
+            event_type=EventType.CONVERSATION_TURN,
+            actor_id=turn.speaker,
+            session_id=session_id,
+            project_id=project_id,
+            occurred_at=turn.occurred_at,
+            summary=turn.text,
+            source_refs=[turn.turn_id],
+            source_trust=SourceTrust.TOOL_RESULT if by_agent else SourceTrust.USER_PROVIDED,
+            privacy_class=turn.privacy_class,
+        )
+
+    def _handoff(self, caller: Caller, session_id: str, request: TurnsRequest) -> SessionHandoff:
+        sources = self._session_turns(caller, session_id, request)
+        if not sources:
+            return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
+        lines = self.summarisation.summariser().summarise(sources, max_lines=3)[:3]
+        if not lines:
+            return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
+        users = [t.speaker for t in request.turns if t.role == "user"]
+        expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
+        proposal = EpisodeProposal(
+            event_type=EventType.SESSION_SUMMARY,
+            actor_id=users[0] if users else request.turns[0].speaker,
+            session_id=session_id,
+            project_id=request.project_id,
+            occurred_at=max(e.occurred_at for e in sources),
+            summary="\n".join(lines),
+            source_refs=[cite(e.event_id) for e in sources],
+            source_trust=SourceTrust.TOOL_RESULT,
+            proposed_by=ProposedBy.WORKFLOW,
+            confidence=Confidence.MEDIUM,
+            tags=["handoff"],
+            privacy_class=digest_privacy(sources),
+            retention=Retention(expires_at=min(expiries) if expiries else None),
+        )
+        system = Caller(
+            tenant_id=caller.tenant_id,
+            role=Role.AGENT,
+            principal_id="system:session-handoff",
+            provenance=ProposedBy.WORKFLOW,
+        )
+        key = f"handoff:{session_id}:{request.turns[-1].turn_id}"  # a retried close is a replay
+        result = self.writes.remember(system, proposal, idempotency_key=key)
+        return SessionHandoff(
+            decision=result.decision,
+            reasons=result.reasons,
+            event_id=result.event_id,
+            summary=proposal.summary if result.decision is not Decision.DENY else None,
+            cited_turn_ids=[ref for e in sources for ref in e.source_refs],
+        )
+
+    def _session_turns(self, caller: Caller, session_id: str, request: TurnsRequest) -> list[Episode]:
+        """The session's kept turns (each speaker's, so private ones count too; never a
+        sensitive one, which a summary may not repeat), oldest first."""
+        start = min(t.occurred_at for t in request.turns) - HANDOFF_LOOKBACK
+        end = max(t.occurred_at for t in request.turns) + timedelta(microseconds=1)
+        found: dict[str, Episode] = {}
+        for speaker in dict.fromkeys(t.speaker for t in request.turns):
+            page = self.reads.timeline(
+                caller,
+                actor_id=speaker,
+                event_types=[EventType.CONVERSATION_TURN],
+                occurred_after=start,
+                occurred_before=end,
+                limit=HANDOFF_MAX_TURNS,
+                newest_first=True,
+            )
+            found.update({e.event_id: e for e in page.items if e.session_id == session_id and digestible(e)})
+        return sorted(found.values(), key=lambda e: e.occurred_at)[-HANDOFF_MAX_TURNS:]
+
+
+def _turn_result(turn: Turn, result: RememberResult) -> TurnResult:
+    return TurnResult(
+        turn_id=turn.turn_id,
+        decision=result.decision,
+        reasons=result.reasons,
+        event_id=result.event_id,
+        review_id=result.review_id,
+        sentences=result.sentences,
+        suggested_privacy_class=result.suggested_privacy_class,
+    )

@@ -1,0 +1,78 @@
+"""The conversation path over HTTP (issue #12): ``POST /v1/sessions/{sessionId}/turns`` keeps
+what is worth remembering with its turn id, leaves small talk out, answers with how each
+sentence was judged, and closes a session with a handoff summary that cites its turns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.e2e.conftest import Api
+
+START = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
+
+
+def turn(n: int, speaker: str, text: str, **extra: object) -> dict[str, object]:
+    return {"turnId": f"s1-t{n}", "speaker": speaker, "text": text,
+            "occurredAt": (START + timedelta(minutes=n)).isoformat(), **extra}  # fmt: skip
+
+
+SESSION = [
+    turn(1, "sam", "Hey John! Long time no talk! I took a creative writing class recently, it's on Thursdays."),
+    turn(2, "john", "Oh nice, where is it?"),
+    turn(3, "sam", "At the Elm Street library, the teacher is a retired journalist called Marta."),
+    turn(4, "john", "Thanks! Have a great weekend"),
+]
+
+
+def test_given_a_session_when_its_turns_are_added_then_facts_are_kept_and_small_talk_left_out(api: Api) -> None:
+    response = api.post("/v1/sessions/s1/turns", {"turns": SESSION})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    decisions = {t["turnId"]: t["decision"] for t in body["turns"]}
+    assert decisions == {"s1-t1": "allow", "s1-t2": "deny", "s1-t3": "allow", "s1-t4": "deny"}
+    assert body["kept"] == 2
+    first = body["turns"][0]
+    verdicts = [s["verdict"] for s in first["sentences"]]
+    assert verdicts[0] == "chatter" and verdicts[-1] == "memorable"  # the greeting did not sink the fact
+    assert "not_memorable" in body["turns"][3]["reasons"]
+
+    stored = api.get(f"/v1/episodes/{first['eventId']}").json()
+    assert stored["sourceRefs"] == ["s1-t1"] and stored["sessionId"] == "s1" and stored["actorId"] == "sam"
+
+
+def test_given_kept_turns_when_recalled_then_they_come_back_with_their_turn_ids(api: Api) -> None:
+    api.post("/v1/sessions/s1/turns", {"turns": SESSION})
+    found = api.post("/v1/recall", {"query": "where is Sam's writing class?", "limit": 3}).json()
+    assert "s1-t3" in [ref for item in found["items"] for ref in item["episode"]["sourceRefs"]]
+
+
+def test_given_the_end_of_a_session_when_closed_then_a_handoff_summary_cites_the_kept_turns(api: Api) -> None:
+    body = api.post("/v1/sessions/s1/turns", {"turns": SESSION, "endSession": True}).json()
+    handoff = body["handoff"]
+    assert handoff["decision"] == "allow", handoff
+    assert sorted(handoff["citedTurnIds"]) == ["s1-t1", "s1-t3"]
+    digest = api.get(f"/v1/episodes/{handoff['eventId']}").json()
+    assert digest["eventType"] == "session_summary" and digest["sessionId"] == "s1"
+    assert all(ref.startswith("episode:") for ref in digest["sourceRefs"]) and len(digest["sourceRefs"]) == 2
+    assert "Thanks" not in digest["summary"] and "Hey John" not in digest["summary"]
+
+
+def test_given_a_sensitive_disclosure_when_added_then_it_is_kept_private_with_a_suggestion(api: Api) -> None:
+    text = "Can I tell you something? I was diagnosed with anxiety and started therapy on Tuesday."
+    body = api.post("/v1/sessions/s2/turns", {"turns": [turn(1, "sam", text)]}).json()
+    result = body["turns"][0]
+    assert result["decision"] == "allow"
+    assert {"sensitive:mental_health", "privacy_raised_to_private"} <= set(result["reasons"])
+    assert result["suggestedPrivacyClass"] == "sensitive"
+    assert api.get(f"/v1/episodes/{result['eventId']}").json()["privacyClass"] == "private"
+    unscoped = api.post("/v1/recall", {"query": "therapy"}).json()["items"]
+    assert unscoped == []  # private: only recall scoped to sam shows it
+    scoped = api.post("/v1/recall", {"query": "therapy", "actorId": "sam"}).json()["items"]
+    assert [i["episode"]["eventId"] for i in scoped] == [result["eventId"]]
+
+
+def test_given_bad_turns_when_posted_then_422_and_nothing_is_stored(api: Api) -> None:
+    for body in ({"turns": []}, {"turns": [{**SESSION[0], "occurredAt": "2026-11-20T18:00:00"}]}):
+        assert api.post("/v1/sessions/s1/turns", body).status_code == 422
+    assert api.post("/v1/sessions/bad%20id/turns", {"turns": SESSION}).status_code == 422
+    assert api.get("/v1/timeline", params={"limit": 10}).json()["items"] == []

@@ -1,0 +1,43 @@
+"""The conversation benchmark's test split (what `episodic eval` runs after the suite),
+enforced against the recorded floors: long everyday chats written turn by turn, then one
+recall per question (issue #12). Nothing was tuned on this split; ``dev/`` is for tuning."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from episodic.adapters.local.bootstrap import build_local_service
+from episodic.conversation_eval import conversation_metrics, format_report
+from episodic.evaluation import ManualClock, check_thresholds
+from episodic.service import MemoryService
+from episodic.settings import Settings
+
+SUITE = Path(__file__).parent
+
+
+def test_given_the_test_conversations_when_written_and_asked_then_no_metric_regresses(tmp_path, minilm):
+    def build(now: datetime) -> MemoryService:
+        data = Path(tempfile.mkdtemp(dir=tmp_path))
+        return build_local_service(Settings(data_dir=data), embedder=minilm, clock=ManualClock(now))
+
+    metrics = conversation_metrics(build, SUITE / "conversations" / "test")
+    print(format_report(metrics["_conversation_report"]))
+    thresholds = {
+        name: bound
+        for name, bound in json.loads((SUITE / "thresholds.json").read_text()).items()
+        if name.startswith("conversation_")
+    }
+    assert len(thresholds) >= 4
+    assert check_thresholds(metrics, thresholds) == []
+
+
+def test_given_the_labelled_conversations_when_checked_then_every_gold_turn_exists_and_is_not_chatter():
+    for path in sorted((SUITE / "conversations").glob("*/cv*.json")):
+        conversation = json.loads(path.read_text())
+        labels = {t["turnId"]: t["label"] for s in conversation["sessions"] for t in s["turns"]}
+        for question in conversation["questions"]:
+            assert question["goldTurnIds"], question
+            assert all(labels.get(g) in ("memorable", "sensitive") for g in question["goldTurnIds"]), question

@@ -1,0 +1,98 @@
+"""Sentence-level memorability and sensitive disclosures (policy 2026-12-01.1, issue #12):
+a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
+kept, private, with the kind named."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from episodic.model import Caller, EpisodeProposal, PrivacyClass, Role
+from episodic.policy import WritePolicy, memorability
+from episodic.policy.chatter import default_classifier
+from episodic.policy.sensitivity import disclosures
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+AGENT = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent-1")
+
+
+def turn(text: str, **extra: object) -> EpisodeProposal:
+    return EpisodeProposal.model_validate(
+        {"eventType": "conversation_turn", "actorId": "sam", "occurredAt": NOW.isoformat(), "summary": text,
+         "sourceRefs": ["t1"], "sourceTrust": "user_provided", **extra}
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hey Sam! Long time no talk! I had a health scare last week, a sudden heart palpitation incident.",
+        "Hey John, how's it going? I took a creative writing class recently.",
+        "Hey Evan, long time no see! I've started eating healthier.",
+        "I took your recommendation and watched the Lord of the Rings trilogy last night!",
+        "Thanks so much! Oh, and the plumber is coming on Tuesday at 9.",
+    ],
+)
+def test_given_a_fact_wrapped_in_pleasantries_when_judged_then_it_is_kept(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" not in decision.reasons
+    assert decision.sentences[0].verdict == "chatter" or "Lord" in text  # the greeting itself is chatter
+    assert any(s.verdict == "memorable" for s in decision.sentences)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Thanks! Have a great weekend", "Haha fair. Talk soon x", "Oh no, are you OK?", "Hey you! How's it going??"],
+)
+def test_given_only_small_talk_when_judged_then_it_is_not_memorable_with_every_sentence_explained(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert decision.decision == "deny" and "not_memorable" in decision.reasons
+    assert decision.sentences and all(s.verdict == "chatter" for s in decision.sentences)
+    assert [s.index for s in decision.sentences] == list(range(len(decision.sentences)))
+
+
+def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is_judged() -> None:
+    parts = memorability.sentences("Hiya \u2013 I moved to Leeds; the flat is tiny.\nLove you x")
+    assert parts == ["Hiya", "I moved to Leeds", "the flat is tiny.", "Love you x"]
+
+
+def test_given_a_shouted_fact_when_judged_then_capitals_are_not_names() -> None:
+    verdicts = memorability.judge("GOOD MORNING", "conversation_turn", default_classifier())
+    assert [v.verdict for v in verdicts] == ["chatter"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("I've got about £6,000 on credit cards and rang a debt advice line", "finances"),
+        ("They referred Mum to the memory clinic after the bloods", "health"),
+        ("I started therapy for the panic attacks", "mental_health"),
+        ("I came out to my dad last night", "sexuality_identity"),
+        ("Sol and Priyanka are separating", "family_trouble"),
+        ("We went to church together for the first time in years", "beliefs"),
+    ],
+)
+def test_given_a_personal_disclosure_when_checked_then_its_kind_is_named(text: str, kind: str) -> None:
+    assert kind in disclosures(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["The new rota came out and I'm on nights", "The church hall hosts the village show", "I paid the rent"]
+)
+def test_given_ordinary_words_that_look_sensitive_when_checked_then_nothing_is_named(text: str) -> None:
+    assert disclosures(text) == []
+
+
+def test_given_a_disclosure_marked_internal_when_decided_then_it_is_stored_private_and_sensitive_is_suggested() -> None:
+    decision, stored = WritePolicy().decide(turn("Hi! I was diagnosed with diabetes on Monday."), AGENT, NOW)
+    assert decision.decision == "allow"
+    assert stored.privacy_class is PrivacyClass.PRIVATE
+    assert decision.suggested_privacy_class is PrivacyClass.SENSITIVE
+    assert {"sensitive:health", "privacy_raised_to_private"} <= set(decision.reasons)
+
+
+def test_given_a_disclosure_already_private_when_decided_then_only_the_suggestion_is_added() -> None:
+    decision, stored = WritePolicy().decide(turn("My divorce came through", privacyClass="private"), AGENT, NOW)
+    assert stored.privacy_class is PrivacyClass.PRIVATE and "privacy_raised_to_private" not in decision.reasons
+    assert decision.suggested_privacy_class is PrivacyClass.SENSITIVE
