@@ -222,6 +222,26 @@ def interpret(query: str, now: datetime) -> Interpretation:
     return Interpretation(query, name_tokens=_names(query))
 
 
+_FILLER = frozenset(
+    """
+    a an the of in on at to for from with by about into over under and or but so if then than as is are
+    was were be been being am do does did done doing have has had having will would shall should can
+    could may might must what which who whom whose when where why how any anything something everything
+    all some there here this that these those it its i me my we us our you your he him his she her they
+    them their happen happens happened happening going go went up new news tell show list give find
+    recall remember events event things thing stuff
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words that ask but name nothing: a query made of these and a time phrase asks for the window."""
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def has_content(text: str) -> bool:
+    """Whether ``text`` names anything: a word outside the question filler and stop words."""
+    return any(word not in _FILLER for word in _WORD.findall(text.lower()))
+
+
 def _names(query: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.lower().strip("'s") for t in _TOKEN.findall(query) if t.lower() not in _STOP))
 

@@ -30,7 +30,7 @@ from episodic.model import (
     TimelinePage,
 )
 from episodic.ports import Changes, Scope, TimelineQuery, Vector
-from episodic.query import Interpretation, hinted_actors, interpret
+from episodic.query import Interpretation, has_content, hinted_actors, interpret
 from episodic.usecases.deps import Deps, hash_text
 
 ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
@@ -148,6 +148,8 @@ class Reads:
         explained = QueryInterpretation()
         if reading is not None and reading.time_phrase and after is None and before is None:
             after, before, query = reading.occurred_after, reading.occurred_before, reading.text
+            if not has_content(query):
+                query = None  # "what happened yesterday": the window is the question, newest first
             explained = QueryInterpretation(
                 time_phrase=reading.time_phrase, occurred_after=after, occurred_before=before
             )

@@ -1,0 +1,35 @@
+"""A question that is only a time phrase is a time-window recall (issue #12): "what happened
+yesterday" answers with yesterday's episodes, newest first, not with nothing."""
+
+from __future__ import annotations
+
+from episodic.model import RecallRequest
+from tests.support.factories import AGENT, at, proposal
+
+# The clock fixture's "now" is 2026-11-29 12:00 UTC: "yesterday" is 28 November.
+EPISODES = [
+    (27, "The courier lost parcel 4471 on the way to the Porto warehouse"),
+    (28, "Customer Lena Ruiz renewed her support contract for two years"),
+    (28, "The finance team moved the invoice run to the first Monday of the month"),
+    (29, "The office printer on floor three was replaced with a laser model"),
+]
+
+
+def test_given_only_a_time_phrase_when_recalled_then_the_window_is_returned_newest_first(service):
+    for day, summary in EPISODES:
+        service.remember(AGENT, proposal(summary=summary, occurredAt=at(day, 9 + len(summary) % 5)))
+    response = service.recall(AGENT, RecallRequest(query="what happened yesterday?"))
+    summaries = [item.episode.summary for item in response.items]
+    assert sorted(summaries) == sorted(s for day, s in EPISODES if day == 28)
+    occurred = [item.episode.occurred_at for item in response.items]
+    assert occurred == sorted(occurred, reverse=True)
+    assert response.interpretation.time_phrase == "yesterday"
+    assert all(item.components.relevance == 0.0 for item in response.items)  # no text left to rank by
+
+
+def test_given_a_time_phrase_and_words_when_recalled_then_the_words_still_rank(service):
+    for day, summary in EPISODES:
+        service.remember(AGENT, proposal(summary=summary, occurredAt=at(day)))
+    response = service.recall(AGENT, RecallRequest(query="what did finance change yesterday?"))
+    assert response.items and "invoice run" in response.items[0].episode.summary
+    assert response.items[0].components.relevance > 0
