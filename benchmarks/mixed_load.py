@@ -177,6 +177,8 @@ def _stages(collapsed: Path) -> list[tuple[str, float]]:
     counts: collections.Counter[str] = collections.Counter()
     for line in collapsed.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
+        if not count.isdigit():  # a stack py-spy cut short (a frame name ends the line): no count to add
+            continue
         frames = []
         for frame in stack.split(";"):
             name, _, where = frame.partition(" (")
