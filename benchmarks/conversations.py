@@ -15,15 +15,16 @@ import json
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
-from episodic.adapters.local.bootstrap import build_local_service
 from episodic.adapters.local.embedder import MiniLMEmbedder
-from episodic.conversation_eval import format_report, load_conversations, run_conversation, summarise_scores
-from episodic.evaluation import ManualClock
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.conversation_eval import (
+    format_report,
+    load_conversations,
+    local_services,
+    run_conversation,
+    summarise_scores,
+)
 
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "evals" / "conversations"
 
@@ -49,12 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = MiniLMEmbedder()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="episodic-conversations-") as tmp:
-
-        def build(now: datetime) -> MemoryService:
-            data = Path(tempfile.mkdtemp(dir=tmp))
-            settings = Settings(data_dir=data, sensitive_disclosures=args.disclosures)
-            return build_local_service(settings, embedder=embedder, clock=ManualClock(now))
-
+        build = local_services(Path(tmp), embedder, sensitive_disclosures=args.disclosures)
         runs = [run_conversation(build, c, lambda line: print(line, file=sys.stderr), args.path) for c in conversations]
     report = summarise_scores(runs)
     elapsed = time.perf_counter() - started

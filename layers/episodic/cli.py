@@ -165,7 +165,9 @@ def _eval(args: argparse.Namespace) -> int:
         conversations = suite / "conversations" / "test"
         if conversations.is_dir():
             print("running the conversation benchmark (test split) ...", flush=True)
-            metrics |= _conversation_metrics(Path(tmp), conversations, service.embedder)
+            from episodic.conversation_eval import conversation_metrics, local_services
+
+            metrics |= conversation_metrics(local_services(Path(tmp), service.embedder), conversations)
     thresholds_path = Path(args.thresholds or suite / "thresholds.json")
     thresholds = json.loads(thresholds_path.read_text()) if thresholds_path.exists() else {}
     failures = check_thresholds(metrics, thresholds)
@@ -180,23 +182,6 @@ def _eval(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"REGRESSION {failure}")
     return 1 if failures else 0
-
-
-def _conversation_metrics(tmp: Path, folder: Path, embedder: Any) -> dict[str, Any]:
-    """Each conversation in a fresh local service of its own, asked after its last session."""
-    import tempfile
-    from datetime import datetime
-
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.conversation_eval import conversation_metrics
-    from episodic.evaluation import ManualClock
-    from episodic.settings import Settings
-
-    def build(now: datetime) -> Any:
-        data = Path(tempfile.mkdtemp(dir=tmp))
-        return build_local_service(Settings(data_dir=data), embedder=embedder, clock=ManualClock(now))
-
-    return conversation_metrics(build, folder)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -107,8 +107,9 @@ def _write_sessions(service: MemoryService, caller: Caller, conversation: dict[s
             for index, turn in enumerate(session["turns"])
         ]
         result = service.add_turns(caller, session["sessionId"], TurnsRequest.model_validate({"turns": turns}))
+        kept = service.store.get_many(caller.tenant_id, [t.event_id for t in result.turns if t.event_id])
         for turn in result.turns:
-            stored = service.get(caller, turn.event_id) if turn.event_id and turn.decision == "allow" else None
+            stored = kept.get(turn.event_id or "")
             outcome.decisions[turn.turn_id] = (turn.decision.value, stored.privacy_class.value if stored else None)
     return outcome
 
@@ -210,6 +211,22 @@ def format_report(report: dict[str, Any]) -> str:
         f"sensitive turns kept private {writes['sensitiveKeptPrivate']:.1%}"
     )
     return "\n".join(lines)
+
+
+def local_services(tmp: Path, embedder: Any, **settings: Any) -> Callable[[datetime], MemoryService]:
+    """``build(now)`` for :func:`run_conversation`: a fresh local service in a folder of its own
+    under ``tmp``, on a clock stopped at ``now``, sharing one loaded ``embedder``."""
+    import tempfile
+
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.evaluation import ManualClock
+    from episodic.settings import Settings
+
+    def build(now: datetime) -> MemoryService:
+        data = Path(tempfile.mkdtemp(dir=tmp))
+        return build_local_service(Settings(data_dir=data, **settings), embedder=embedder, clock=ManualClock(now))
+
+    return build
 
 
 def conversation_metrics(

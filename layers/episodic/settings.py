@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -26,9 +26,8 @@ class Settings(BaseModel):
     writes_disabled: bool = Field(
         default=False, description="Deployment-wide kill-switch; operators also have a per-tenant one."
     )
-    sensitive_disclosures: str = Field(
+    sensitive_disclosures: Literal["private", "suggest"] = Field(
         default="private",
-        pattern="^(private|suggest)$",
         description="A sensitive personal disclosure marked public/internal is stored private (only recall "
         "scoped to its actor shows it), or only named and `sensitive` suggested (suggest)",
     )

@@ -5,25 +5,16 @@ recall per question (issue #12). Nothing was tuned on this split; ``dev/`` is fo
 from __future__ import annotations
 
 import json
-import tempfile
-from datetime import datetime
 from pathlib import Path
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.conversation_eval import conversation_metrics, format_report
-from episodic.evaluation import ManualClock, check_thresholds
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.conversation_eval import conversation_metrics, format_report, local_services
+from episodic.evaluation import check_thresholds
 
 SUITE = Path(__file__).parent
 
 
 def test_given_the_test_conversations_when_written_and_asked_then_no_metric_regresses(tmp_path, minilm):
-    def build(now: datetime) -> MemoryService:
-        data = Path(tempfile.mkdtemp(dir=tmp_path))
-        return build_local_service(Settings(data_dir=data), embedder=minilm, clock=ManualClock(now))
-
-    metrics = conversation_metrics(build, SUITE / "conversations" / "test")
+    metrics = conversation_metrics(local_services(tmp_path, minilm), SUITE / "conversations" / "test")
     print(format_report(metrics["_conversation_report"]))
     thresholds = {
         name: bound

@@ -25,20 +25,22 @@ def turn(text: str, **extra: object) -> EpisodeProposal:
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "opens_with_small_talk"),
     [
-        "Hey Sam! Long time no talk! I had a health scare last week, a sudden heart palpitation incident.",
-        "Hey John, how's it going? I took a creative writing class recently.",
-        "Hey Evan, long time no see! I've started eating healthier.",
-        "I took your recommendation and watched the Lord of the Rings trilogy last night!",
-        "Thanks so much! Oh, and the plumber is coming on Tuesday at 9.",
+        ("Hey Sam! Long time no talk! I had a health scare last week, a sudden heart palpitation incident.", True),
+        ("Hey John, how's it going? I took a creative writing class recently.", True),
+        ("Hey Evan, long time no see! I've started eating healthier.", True),
+        ("I took your recommendation and watched the Lord of the Rings trilogy last night!", False),
+        ("Thanks so much! Oh, and the plumber is coming on Tuesday at 9.", True),
     ],
 )
-def test_given_a_fact_wrapped_in_pleasantries_when_judged_then_it_is_kept(text: str) -> None:
+def test_given_a_fact_wrapped_in_pleasantries_when_judged_then_it_is_kept(
+    text: str, opens_with_small_talk: bool
+) -> None:
     decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
     assert "not_memorable" not in decision.reasons
-    assert decision.sentences[0].verdict == "chatter" or "Lord" in text  # the greeting itself is chatter
-    assert any(s.verdict == "memorable" for s in decision.sentences)
+    assert (decision.sentences[0].verdict == "chatter") is opens_with_small_talk
+    assert decision.sentences[-1].verdict == "memorable"
 
 
 @pytest.mark.parametrize(
@@ -57,8 +59,8 @@ def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is
     assert parts == ["Hiya", "I moved to Leeds", "the flat is tiny.", "Love you x"]
 
 
-def test_given_a_shouted_fact_when_judged_then_capitals_are_not_names() -> None:
-    verdicts = memorability.judge("GOOD MORNING", "conversation_turn", default_classifier())
+def test_given_a_shouted_greeting_when_judged_then_its_capitals_are_not_names() -> None:
+    verdicts = memorability.judge("GOOD MORNING KEZ", "conversation_turn", default_classifier())
     assert [v.verdict for v in verdicts] == ["chatter"]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from types import ModuleType
 
 from pydantic import ValidationError
 
@@ -45,7 +46,7 @@ from episodic.model import (
     SentenceJudgement,
     SourceTrust,
 )
-from episodic.policy import fields, memorability, sensitivity
+from episodic.policy import fields
 from episodic.policy.chatter import ChatterClassifier, default_classifier
 from episodic.policy.instruction_model import default_model
 from episodic.policy.provenance import backed_claims
@@ -78,10 +79,12 @@ class WritePolicy:
 
     def warm_up(self) -> None:
         """Train the chatter classifier and load the detectors now, not on the first write."""
-        from episodic.policy import instructions
+        from episodic.policy import instructions, memorability, sensitivity
 
         self.chatter  # noqa: B018
         instructions.kinds("warm up")
+        memorability.judge("warm up", "conversation_turn", self.chatter)
+        sensitivity.disclosures("warm up")
         default_model()
 
     def decide(
@@ -181,8 +184,15 @@ class WritePolicy:
             return []
         return [
             SentenceJudgement(index=v.index, verdict=v.verdict, why=v.why)
-            for v in memorability.judge(p.summary, p.event_type.value, self.chatter)
+            for v in _memorability().judge(p.summary, p.event_type.value, self.chatter)
         ]
+
+
+def _memorability() -> ModuleType:
+    """The sentence judge, imported on first use: a recall-only cold start does not compile it."""
+    from episodic.policy import memorability
+
+    return memorability
 
 
 def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
@@ -209,6 +219,8 @@ def _privacy_for_disclosures(
     that class needs consent and an expiry that only the caller can give."""
     if p.privacy_class is PrivacyClass.SENSITIVE:
         return p, [], None
+    from episodic.policy import sensitivity  # compiled on first write, like the instruction detectors
+
     kinds = sensitivity.disclosures("\n".join(filter(None, [p.summary, p.outcome])))
     if not kinds:
         return p, [], None

@@ -50,8 +50,8 @@ PLEASANTRY_WORDS = frozenset(
     laughing dying dead mad crazy insane iconic legend bless poor god gosh jeez fair true deal luck
     congrats congratulations jealous envious relief please rush worries worry stop typical ideas idea
     update news tell told say said know think guess mean feel feeling keep let go going off back
-    out about then now still ever never again enjoy fun funny cute exciting excited proud tired busy
-    whole bit lot lots some any thing things okay? aw whatever omg yikes eek hooray bravo
+    out about then now still ever never again enjoy fun funny cute exciting excited tired busy
+    whole bit lot lots some any thing things whatever yikes eek hooray bravo
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 """Words a pleasantry is made of; a sentence made only of these (and names) says nothing."""
@@ -90,7 +90,7 @@ def _judge_sentence(index: int, sentence: str, event_type: str, classifier: Chat
     if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
         sentence = sentence.capitalize()
     words = _WORD.findall(sentence)
-    content = [w for w in words if w.lower() not in PLEASANTRY_WORDS and not _is_vocative(w, words)]
+    content = [w for i, w in enumerate(words) if w.lower() not in PLEASANTRY_WORDS and not _is_vocative(i, words)]
     if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
         return SentenceVerdict(index, "chatter", "pleasantry" if not content else "too_little_content")
     marks = _fact_marks(sentence, words, content)
@@ -121,10 +121,9 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
 _GREETINGS = frozenset(["hi", "hey", "hello", "hiya", "heya", "morning", "evening", "night", "thanks", "thank"])
 
 
-def _is_vocative(word: str, words: list[str]) -> bool:
-    """A capitalised word right after a greeting ("Hey Tom", "Thanks Priya") or alone at the
-    start ("Kez!!") names who is addressed, not a fact."""
-    position = words.index(word)
-    if not word[:1].isupper():
+def _is_vocative(position: int, words: list[str]) -> bool:
+    """A capitalised word right after a greeting ("Hey Tom", "Thanks Priya") or alone ("Kez!!")
+    names who is addressed, not a fact."""
+    if not words[position][:1].isupper():
         return False
-    return (position == 0 and len(words) == 1) or (position > 0 and words[position - 1].lower() in _GREETINGS)
+    return len(words) == 1 or (position > 0 and words[position - 1].lower() in _GREETINGS)
