@@ -3,7 +3,9 @@ every conversation in a split written as an agent would, then one recall per que
 
 Prints evidence recall@10 and nDCG@10 per question kind, the share of gold turns the write
 policy denied, and the precision and recall of ``not_memorable`` against the turn labels
-(see :mod:`episodic.conversation_eval`). Tune on ``--split dev``; report ``--split test``.
+(see :mod:`episodic.conversation_eval`), then the in-process latency of the writes (per turn,
+batches of one session) and of the recalls (per question, query embedding included). Tune on
+``--split dev``; report ``--split test``.
 
     .venv/bin/python benchmarks/conversations.py --split dev [--out report.json]
 """
@@ -12,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from episodic.adapters.local.embedder import MiniLMEmbedder
 from episodic.conversation_eval import (
@@ -29,6 +35,37 @@ from episodic.conversation_eval import (
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "evals" / "conversations"
 
 
+def measure(
+    split: str, *, only: str | None = None, path: str = "batch", disclosures: str = "suggest", progress: Any = None
+) -> dict[str, Any]:
+    """Write and ask every conversation of ``split`` (or only ``only``): the report of
+    :func:`~episodic.conversation_eval.summarise_scores` plus ``latency`` (write ms per turn,
+    recall p50/p99 ms) and ``seconds``."""
+    conversations = load_conversations(SUITE / split)
+    if only:
+        conversations = [c for c in conversations if c["conversationId"] == only]
+    if not conversations:
+        raise SystemExit(f"no conversations in {SUITE / split}" + (f" named {only}" if only else ""))
+    embedder = MiniLMEmbedder()
+    started = time.perf_counter()
+    timings: dict[str, list[float]] = {"write": [], "recall": []}
+    with tempfile.TemporaryDirectory(prefix="episodic-conversations-") as tmp:
+        build = timed(local_services(Path(tmp), embedder, sensitive_disclosures=disclosures), timings)
+        say = progress or (lambda line: print(line, file=sys.stderr))
+        runs = [run_conversation(build, c, say, path) for c in conversations]
+    report = summarise_scores(runs)
+    recall_ms = statistics.quantiles(timings["recall"], n=100) if len(timings["recall"]) > 1 else timings["recall"] * 99
+    report["latency"] = {
+        "write_ms_per_turn": statistics.mean(timings["write"]),
+        "recall_p50_ms": recall_ms[49],
+        "recall_p99_ms": recall_ms[98],
+        "questions": len(timings["recall"]),
+    }
+    report["conversations"] = len(conversations)
+    report["seconds"] = time.perf_counter() - started
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
@@ -37,31 +74,63 @@ def main(argv: list[str] | None = None) -> int:
         "--path", choices=("batch", "turns"), default="batch", help="POST /v1/episodes/batch or the conversation path"
     )
     parser.add_argument(
-        "--disclosures", choices=("private", "suggest"), default="private", help="EPISODIC_SENSITIVE_DISCLOSURES"
+        "--disclosures", choices=("private", "suggest"), default="suggest", help="EPISODIC_SENSITIVE_DISCLOSURES"
     )
     parser.add_argument("--out", type=Path, help="write the full report (misses included) as JSON")
     args = parser.parse_args(argv)
-    conversations = load_conversations(SUITE / args.split)
-    if args.only:
-        conversations = [c for c in conversations if c["conversationId"] == args.only]
-    if not conversations:
-        print(f"no conversations in {SUITE / args.split}", file=sys.stderr)
-        return 2
-    embedder = MiniLMEmbedder()
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="episodic-conversations-") as tmp:
-        build = local_services(Path(tmp), embedder, sensitive_disclosures=args.disclosures)
-        runs = [run_conversation(build, c, lambda line: print(line, file=sys.stderr), args.path) for c in conversations]
-    report = summarise_scores(runs)
-    elapsed = time.perf_counter() - started
+    report = measure(args.split, only=args.only, path=args.path, disclosures=args.disclosures)
     print(
         f"split {args.split}, {args.path} path, disclosures {args.disclosures}: "
-        f"{len(conversations)} conversations, {elapsed:.0f} s"
+        f"{report['conversations']} conversations, {report['seconds']:.0f} s"
     )
     print(format_report(report))
+    latency = report["latency"]
+    print(
+        f"latency: write {latency['write_ms_per_turn']:.1f} ms per turn; recall p50 {latency['recall_p50_ms']:.1f} ms, "
+        f"p99 {latency['recall_p99_ms']:.1f} ms ({latency['questions']} questions)"
+    )
     if args.out:
         args.out.write_text(json.dumps(report, indent=1, default=str))
     return 0
+
+
+class _Timed:
+    """A service that times its writes (per turn) and recalls; everything else passes through."""
+
+    def __init__(self, service: Any, timings: dict[str, list[float]]) -> None:
+        self._service, self._timings = service, timings
+
+    def __enter__(self) -> _Timed:
+        self._service.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._service.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._service, name)
+
+    def remember_batch(self, caller: Any, proposals: list[Any]) -> Any:
+        started = time.perf_counter()
+        results = self._service.remember_batch(caller, proposals)
+        self._timings["write"].append((time.perf_counter() - started) * 1000 / max(len(proposals), 1))
+        return results
+
+    def add_turns(self, caller: Any, session_id: str, request: Any) -> Any:
+        started = time.perf_counter()
+        result = self._service.add_turns(caller, session_id, request)
+        self._timings["write"].append((time.perf_counter() - started) * 1000 / max(len(request.turns), 1))
+        return result
+
+    def recall(self, caller: Any, request: Any) -> Any:
+        started = time.perf_counter()
+        response = self._service.recall(caller, request)
+        self._timings["recall"].append((time.perf_counter() - started) * 1000)
+        return response
+
+
+def timed(build: Callable[[datetime], Any], timings: dict[str, list[float]]) -> Callable[[datetime], Any]:
+    return lambda now: _Timed(build(now), timings)
 
 
 if __name__ == "__main__":

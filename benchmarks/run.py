@@ -62,14 +62,22 @@ def machine() -> dict[str, Any]:
 
 class _Precomputed:
     """Benchmark harness: hands out vectors computed before the timer started, to time the
-    write path *without* embedding (the real model made them)."""
+    write path *without* embedding (the real model made them). While ``recording`` (an
+    untimed dry run of the same writes), it embeds for real and keeps what it made, keyed by
+    the exact text the service asked for."""
 
-    def __init__(self, real: Any, texts: list[str]) -> None:
+    def __init__(self, real: Any) -> None:
         self.name: str = real.name
         self.dimension: int = real.dimension
-        self._vectors = dict(zip(texts, real.embed(texts), strict=True))
+        self._real = real
+        self._vectors: dict[str, Any] = {}
+        self.recording = True
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
+        if self.recording:
+            vectors = self._real.embed(texts)
+            self._vectors.update(zip(texts, vectors, strict=True))
+            return list(vectors)
         return [self._vectors[t] for t in texts]
 
 
@@ -91,7 +99,15 @@ def write_throughput(count: int) -> dict[str, float]:
         real.embed(texts)
         model_rate = max(model_rate, count / (time.perf_counter() - t0))
     precomputed_items = proposals(count, "pre")
-    precomputed = _Precomputed(real, [p.summary for p in precomputed_items])
+    precomputed = _Precomputed(real)
+    # the untimed dry run that records the vectors
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        build_local_service(Settings(data_dir=Path(tmp)), embedder=precomputed) as service,
+    ):
+        for start in range(0, count, 100):
+            service.remember_batch(caller, precomputed_items[start : start + 100])
+    precomputed.recording = False
     rates = {}
     for label, embedder, batch in (
         ("with_embedding", real, items),
@@ -199,6 +215,36 @@ def package_sizes() -> dict[str, int]:
     return sizes
 
 
+BASELINE = ROOT / "benchmarks" / "baselines" / "conversations-74b60d6.json"
+"""The conversation benchmark as measured on commit 74b60d6 (policy 2026-12-01.1, the ranking
+before issue #12's recall work), by this same harness: the "before" row of the section."""
+
+
+def conversation_section(now: dict[str, Any]) -> list[str]:
+    """Evidence recall and in-process write/recall latency on the conversation benchmark's test
+    split, now and as recorded before the recall work (``BASELINE``)."""
+    rows = [("now", now)]
+    if BASELINE.is_file():
+        rows.insert(0, ("before: 74b60d6, recorded", json.loads(BASELINE.read_text())))
+    lines = [
+        f"## Conversation memory ({now['conversations']} conversation(s) of the test split, in-process, real model)",
+        "",
+        "`benchmarks/conversations.py --split test`: every turn written through the batch route, one recall",
+        "per question (limit 10, query embedding included). The recall path now embeds a second query",
+        "(the second round, `widen`): that is the added latency, for the recall it buys (README, Conversations).",
+        "",
+        "| run | questions | recall@10 | multi-hop | write per turn | recall p50 | recall p99 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, r in rows:
+        lat = r["latency"]
+        lines.append(
+            f"| {label} | {lat['questions']} | {r['all']['recall']:.3f} | {r['multi_hop']['recall']:.3f} "
+            f"| {lat['write_ms_per_turn']:.1f} ms | {lat['recall_p50_ms']:.1f} ms | {lat['recall_p99_ms']:.1f} ms |"
+        )
+    return [*lines, ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="episodic bench")
     parser.add_argument("--full", action="store_true", help="the 1M-episode corpus too (long)")
@@ -207,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-requests", type=int, default=50)
     parser.add_argument("--load-clients", type=int, default=16)
     parser.add_argument("--load-seconds", type=float, default=30)
+    parser.add_argument(
+        "--conversations", default=None, help="one conversation of the test split (e.g. cv07) instead of all six"
+    )
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
     writes = args.writes or (5000 if args.full else 500)
@@ -226,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.mixed_load import run as mixed_load
 
     load = mixed_load(args.load_clients, args.load_seconds, seed=1000, profile=True)
+    _progress("conversation memory (test split)")
+    from benchmarks.conversations import measure
+
+    conversations = measure("test", only=args.conversations, progress=lambda line: None)
     _progress("cold imports and package sizes")
     imports, sizes_bytes = cold_imports(), package_sizes()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -277,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *[f"- {name}: {share:.0%}" for name, share in load["stages"]],
         "",
+        *conversation_section(conversations),
         "## Lambda handlers: cold import (best of 3, fresh interpreter) and package size (zipped)",
         "",
         "| module | cold import |",

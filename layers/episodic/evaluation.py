@@ -30,9 +30,9 @@ from episodic.service import MemoryService
 MODES: dict[str, tuple[RankingWeights | None, bool]] = {
     # name: (weights, interpret the query); None = the service's configured ranking
     "bm25": (RankingWeights(relevance=1, recency=0, importance=0, trust=0, confidence=0, semantic_share=0,
-                            min_relevance=0), False),
+                            min_relevance=0, min_semantic=0), False),
     "vector": (RankingWeights(relevance=1, recency=0, importance=0, trust=0, confidence=0, semantic_share=1,
-                              min_relevance=0), False),
+                              min_relevance=0, min_semantic=0), False),
     "hybrid": (None, True),
 }  # fmt: skip
 

@@ -34,7 +34,10 @@ class Clock(Protocol):
 
 
 class Embedder(Protocol):
-    """Turns text into unit-length vectors. Identity and dimension are stored with each vector."""
+    """Turns text into unit-length vectors. Identity and dimension are stored with each vector.
+
+    An embedder may also declare ``evidence_floor``, the cosine on its own scale below which a
+    recall candidate is not evidence (see ``Settings.ranking_weights``); without one, no floor."""
 
     @property
     def name(self) -> str: ...

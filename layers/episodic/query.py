@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 _MONTHS = {
@@ -66,79 +66,6 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("month", re.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{_MONTH}(?:\s+(\d{{4}}))?\b")),
 ]
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]+")
-_STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "with",
-        "about",
-        "what",
-        "when",
-        "who",
-        "whom",
-        "which",
-        "did",
-        "does",
-        "do",
-        "we",
-        "our",
-        "us",
-        "you",
-        "your",
-        "they",
-        "their",
-        "them",
-        "is",
-        "was",
-        "were",
-        "be",
-        "been",
-        "has",
-        "have",
-        "had",
-        "how",
-        "why",
-        "where",
-        "this",
-        "that",
-        "those",
-        "these",
-        "last",
-        "week",
-        "month",
-        "day",
-        "days",
-        "ago",
-        "yesterday",
-        "today",
-        "since",
-        "any",
-        "all",
-        "customer",
-        "user",
-        "dev",
-        "team",
-        "agent",
-        "prefer",
-        "prefers",
-        "preference",
-        "said",
-        "say",
-        "says",
-        "asked",
-        "ask",
-    ]
-)
-
 
 @dataclass(frozen=True)
 class Interpretation:
@@ -147,7 +74,6 @@ class Interpretation:
     occurred_after: datetime | None = None
     occurred_before: datetime | None = None
     time_phrase: str | None = None
-    name_tokens: tuple[str, ...] = field(default_factory=tuple)
 
 
 def _start_of_day(value: datetime) -> datetime:
@@ -202,7 +128,7 @@ def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, d
 
 
 def interpret(query: str, now: datetime) -> Interpretation:
-    """Find the first time phrase (most specific patterns first) and the query's name tokens."""
+    """Find the first time phrase (most specific patterns first) ."""
     lowered = query.lower()
     for kind, pattern in _PATTERNS:
         match = pattern.search(lowered)
@@ -218,8 +144,8 @@ def interpret(query: str, now: datetime) -> Interpretation:
             continue
         text = (query[: match.start()] + query[match.end() :]).strip()
         text = re.sub(r"\s{2,}", " ", text) or query
-        return Interpretation(text, window[0], window[1], match.group(0), _names(query))
-    return Interpretation(query, name_tokens=_names(query))
+        return Interpretation(text, window[0], window[1], match.group(0))
+    return Interpretation(query)
 
 
 _FILLER = frozenset(
@@ -234,25 +160,40 @@ _FILLER = frozenset(
 )
 """Words that ask but name nothing: a query made of these and a time phrase asks for the window."""
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_WORD = re.compile(r"\w+")
 
 
 def has_content(text: str) -> bool:
     """Whether ``text`` names anything: a word outside the question filler and stop words."""
-    return any(word not in _FILLER for word in _WORD.findall(text.lower()))
+    return bool(lexical_terms(text))
 
 
-def _names(query: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t.lower().strip("'s") for t in _TOKEN.findall(query) if t.lower() not in _STOP))
+def lexical_terms(text: str) -> list[str]:
+    """The words of ``text`` worth matching exactly, once each, in order: the filler and stop
+    words are left out, so "what is the weather" matches on "weather" alone and "the" on
+    nothing (a stop-word hit, scored against the best hit of a small pool, used to look like
+    a perfect match)."""
+    words = _WORD.findall(text.lower())
+    return list(dict.fromkeys(w for w in words if w not in _FILLER and (len(w) > 1 or w.isdigit())))
 
 
-def hinted_actors(name_tokens: Iterable[str], actor_ids: Iterable[str]) -> set[str]:
-    """Actors whose id contains one of the query's name tokens as a whole part
-    (``ravi`` names ``cust-ravi-menon``; ``rav`` does not)."""
-    tokens = {t for t in name_tokens if len(t) >= 3}
-    hinted = set()
-    for actor in actor_ids:
-        parts = set(re.split(r"[-_.:@]", actor.lower()))
-        if tokens & parts:
-            hinted.add(actor)
-    return hinted
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)*)")
+"""A capitalised word or run of words that does not open a sentence: a name, mostly."""
+
+WIDENING_SOURCES = 3
+"""How many of the best items a second round takes names from."""
+
+
+def widening_names(query: str, texts: Iterable[str], actor_ids: Iterable[str], limit: int = 8) -> list[str]:
+    """The names ``texts`` mention that the query does not: who, where and what a multi-part
+    question's first answers point to ("the friend who talked her into it" -> "Kirsty").
+    Names that are actors (the query's own subjects) and words that name nothing are left out."""
+    asked = {w.lower() for w in _WORD.findall(query)}
+    actors = {part for actor in actor_ids for part in re.split(r"[-_.:@]", actor.lower())}
+    names: list[str] = []
+    for text in texts:
+        for match in _NAME.finditer(text):
+            new = [w for w in match.group(1).split() if not {w.lower()} & (asked | actors | _FILLER)]
+            if new:
+                names.append(" ".join(new))
+    return list(dict.fromkeys(names))[:limit]

@@ -123,7 +123,7 @@ class MemoryService:
             settings=settings,
             policy=policy or WritePolicy(private_disclosures=settings.sensitive_disclosures == "private"),
             clock=clock or SystemClock(),
-            ranker=Ranker(settings.ranking_weights()),
+            ranker=Ranker(settings.ranking_weights(embedder)),
             backend=backend,
         )
         self.reads = Reads(self.deps)

@@ -27,14 +27,22 @@ class Settings(BaseModel):
         default=False, description="Deployment-wide kill-switch; operators also have a per-tenant one."
     )
     sensitive_disclosures: Literal["private", "suggest"] = Field(
-        default="private",
-        description="A sensitive personal disclosure marked public/internal is stored private (only recall "
-        "scoped to its actor shows it), or only named and `sensitive` suggested (suggest)",
+        default="suggest",
+        description="A sensitive personal disclosure marked public/internal is named (`sensitive:<kind>`), "
+        "`sensitive` is suggested and no digest repeats it (suggest), or it is also stored private, shown "
+        "only to recall scoped to its actor (private)",
     )
     review_timeout_days: float = Field(default=7.0, gt=0)
     recall_pool_size: int = Field(default=200, ge=10, le=5000)
     half_life_days: float = Field(default=30.0, gt=0)
     min_relevance: float = Field(default=0.2, ge=0, le=1)
+    min_semantic: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Cosine below which a candidate is not evidence; unset, the embedder's own calibrated "
+        "floor (0.25 for all-MiniLM-L6-v2, none for an embedder that declares none)",
+    )
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     tag_weights: dict[str, Annotated[float, Field(allow_inf_nan=False)]] = Field(
         default_factory=dict, description="Retention weight in [0, 1] per tag (a tag's weight replaces importance)"
@@ -69,8 +77,11 @@ class Settings(BaseModel):
         """Tags are stored lower-case, so weights are looked up lower-case whoever set them."""
         return {tag.strip().lower(): weight for tag, weight in weights.items()}
 
-    def ranking_weights(self) -> RankingWeights:
-        return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance)
+    def ranking_weights(self, embedder: object = None) -> RankingWeights:
+        """The ranking these settings ask for; the semantic floor is ``embedder``'s own
+        (``evidence_floor``: cosines are on each model's own scale) unless one is set."""
+        floor = self.min_semantic if self.min_semantic is not None else getattr(embedder, "evidence_floor", 0.0)
+        return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance, min_semantic=floor)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

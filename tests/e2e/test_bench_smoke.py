@@ -5,8 +5,10 @@ from episodic.cli import main
 
 def test_given_tiny_sizes_when_the_benchmark_runs_then_every_section_is_reported(tmp_path, capsys):
     out = tmp_path / "BENCHMARKS.md"
-    assert main(["bench", "--writes", "100", "--sizes", "2000", "--api-requests", "3", "--out", str(out)]) == 0
+    argv = ["--writes", "100", "--sizes", "2000", "--api-requests", "3", "--conversations", "cv07", "--out", str(out)]
+    assert main(["bench", *argv]) == 0
     report = out.read_text()
-    for section in ("Write throughput", "Scoped recall latency", "API latency", "cold import", "Peak memory"):
+    sections = ("Write throughput", "Scoped recall latency", "API latency", "Conversation memory", "cold import")
+    for section in (*sections, "Peak memory"):
         assert section in report
     assert "2,000" in report and "functions.api" in report

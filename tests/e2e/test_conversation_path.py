@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from episodic.adapters.local.bootstrap import build_local_service
+from episodic.model import Caller, RecallRequest, Role
+from episodic.model.conversations import TurnsRequest
+from episodic.settings import Settings
 from tests.e2e.conftest import Api
 
 START = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
@@ -57,18 +61,38 @@ def test_given_the_end_of_a_session_when_closed_then_a_handoff_summary_cites_the
     assert "Thanks" not in digest["summary"] and "Hey John" not in digest["summary"]
 
 
-def test_given_a_sensitive_disclosure_when_added_then_it_is_kept_private_with_a_suggestion(api: Api) -> None:
+def test_given_a_sensitive_disclosure_when_added_then_it_is_kept_named_and_left_out_of_the_handoff(api: Api) -> None:
     text = "Can I tell you something? I was diagnosed with anxiety and started therapy on Tuesday."
-    body = api.post("/v1/sessions/s2/turns", {"turns": [turn(1, "sam", text)]}).json()
+    turns = [turn(1, "sam", text), turn(2, "sam", "Also I booked the Lisbon flights for the 14th of March.")]
+    body = api.post("/v1/sessions/s2/turns", {"turns": turns, "endSession": True}).json()
     result = body["turns"][0]
     assert result["decision"] == "allow"
-    assert {"sensitive:mental_health", "privacy_raised_to_private"} <= set(result["reasons"])
-    assert result["suggestedPrivacyClass"] == "sensitive"
-    assert api.get(f"/v1/episodes/{result['eventId']}").json()["privacyClass"] == "private"
-    unscoped = api.post("/v1/recall", {"query": "therapy"}).json()["items"]
-    assert unscoped == []  # private: only recall scoped to sam shows it
-    scoped = api.post("/v1/recall", {"query": "therapy", "actorId": "sam"}).json()["items"]
-    assert [i["episode"]["eventId"] for i in scoped] == [result["eventId"]]
+    assert "sensitive:mental_health" in result["reasons"] and "privacy_raised_to_private" not in result["reasons"]
+    assert result["suggestedPrivacyClass"] == "sensitive"  # the caller may propose it again as sensitive
+    assert api.get(f"/v1/episodes/{result['eventId']}").json()["privacyClass"] == "internal"
+    found = api.post("/v1/recall", {"query": "therapy for anxiety"}).json()["items"]
+    assert [i["episode"]["eventId"] for i in found][:1] == [result["eventId"]]
+    # A summary is read more widely than its turns: the handoff repeats the flights, not the diagnosis.
+    assert body["handoff"]["citedTurnIds"] == ["s1-t2"]
+    handoff = api.get(f"/v1/episodes/{body['handoff']['eventId']}").json()["summary"]
+    assert "Lisbon" in handoff and "anxiety" not in handoff and "therapy" not in handoff
+
+
+def test_given_private_disclosures_configured_when_one_is_added_then_only_recall_scoped_to_its_actor_shows_it(
+    tmp_path, minilm
+) -> None:
+    service = build_local_service(
+        Settings(data_dir=tmp_path / "private", sensitive_disclosures="private"), embedder=minilm
+    )
+    agent = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent-1")
+    text = "Can I tell you something? I was diagnosed with anxiety and started therapy on Tuesday."
+    with service:
+        result = service.add_turns(agent, "s2", TurnsRequest.model_validate({"turns": [turn(1, "sam", text)]}))
+        kept = result.turns[0]
+        assert {"sensitive:mental_health", "privacy_raised_to_private"} <= set(kept.reasons)
+        assert service.recall(agent, RecallRequest(query="therapy")).items == []
+        scoped = service.recall(agent, RecallRequest(query="therapy", actorId="sam")).items
+        assert [i.episode.event_id for i in scoped] == [kept.event_id]
 
 
 def test_given_bad_turns_when_posted_then_422_and_nothing_is_stored(api: Api) -> None:

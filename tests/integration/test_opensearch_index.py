@@ -218,7 +218,7 @@ def doc_a() -> dict[str, Any]:
         "tags": ["billing", "invoices"],
         "occurredAt": "2026-11-28T09:30:00Z",
         "expiresAt": "2027-05-28T00:00:00Z",
-        "text": f"{SUMMARY_A}\nTemplate switched to PDF\nbilling invoices",
+        "text": f"customer-42 (November 2026): {SUMMARY_A}\nTemplate switched to PDF\nbilling invoices",
         "embedder": EMBEDDER,
         "vector": [0.5, 0.5, 0.5, 0.5],
     }
@@ -714,7 +714,7 @@ def test_given_a_429_for_one_item_when_bulk_upserting_then_only_it_is_retried_af
     doc_b = {
         **{k: v for k, v in doc_a().items() if k != "expiresAt"},
         "eventId": B,
-        "text": "Invoices go to finance@customer.example\nbilling invoices",
+        "text": "customer-42 (November 2026): Invoices go to finance@customer.example\nbilling invoices",
         "vector": [1.0, 0.0, 0.0, 0.0],
     }
 

@@ -1,4 +1,4 @@
-"""Sentence-level memorability and sensitive disclosures (policy 2026-12-01.1, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 and .2, issue #12):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 
@@ -54,6 +54,20 @@ def test_given_only_small_talk_when_judged_then_it_is_not_memorable_with_every_s
     assert [s.index for s in decision.sentences] == list(range(len(decision.sentences)))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "He'd love that. I'll ask him properly.",
+        "Kez. Are you sitting down. Owen proposed!!!",
+        "Mum's planning a party.",
+    ],
+)
+def test_given_a_short_plan_or_decision_when_judged_then_it_is_kept_as_a_plan(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" not in decision.reasons
+    assert any(s.verdict == "memorable" and s.why == "plan" for s in decision.sentences)
+
+
 def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is_judged() -> None:
     parts = memorability.sentences("Hiya \u2013 I moved to Leeds; the flat is tiny.\nLove you x")
     assert parts == ["Hiya", "I moved to Leeds", "the flat is tiny.", "Love you x"]
@@ -86,8 +100,17 @@ def test_given_ordinary_words_that_look_sensitive_when_checked_then_nothing_is_n
     assert disclosures(text) == []
 
 
-def test_given_a_disclosure_marked_internal_when_decided_then_it_is_stored_private_and_sensitive_is_suggested() -> None:
+def test_given_a_disclosure_marked_internal_when_decided_then_it_keeps_its_class_and_sensitive_is_suggested() -> None:
     decision, stored = WritePolicy().decide(turn("Hi! I was diagnosed with diabetes on Monday."), AGENT, NOW)
+    assert decision.decision == "allow"
+    assert stored.privacy_class is PrivacyClass.INTERNAL
+    assert decision.suggested_privacy_class is PrivacyClass.SENSITIVE
+    assert "sensitive:health" in decision.reasons and "privacy_raised_to_private" not in decision.reasons
+
+
+def test_given_private_disclosures_configured_when_one_marked_internal_is_decided_then_it_is_stored_private() -> None:
+    policy = WritePolicy(private_disclosures=True)
+    decision, stored = policy.decide(turn("Hi! I was diagnosed with diabetes on Monday."), AGENT, NOW)
     assert decision.decision == "allow"
     assert stored.privacy_class is PrivacyClass.PRIVATE
     assert decision.suggested_privacy_class is PrivacyClass.SENSITIVE

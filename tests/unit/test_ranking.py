@@ -74,3 +74,35 @@ def test_given_an_irrelevant_candidate_when_ranked_with_a_query_then_it_is_not_e
 
 def test_given_a_candidate_missing_from_the_store_when_ranked_then_it_is_skipped():
     assert Ranker().rank([Candidate("gone", lexical=1.0)], {}, NOW, has_query=True, limit=5) == []
+
+
+def test_given_a_lone_word_hit_far_in_meaning_when_ranked_with_a_floor_then_it_is_not_evidence():
+    """ "hello" matching one turn's greeting is the best BM25 of its pool (lexical 1.0) but says
+    nothing the query asked: the semantic floor keeps it out; the on-topic one stays."""
+    eps = {"greeting": episode("greeting", 1), "topic": episode("topic", 1)}
+    cands = [Candidate("greeting", lexical=3.1, semantic=0.18), Candidate("topic", lexical=0.0, semantic=0.52)]
+    ranker = Ranker(RankingWeights(min_semantic=0.25))
+    assert [i.episode.event_id for i in ranker.rank(cands, eps, NOW, has_query=True, limit=10)] == ["topic"]
+    unfloored = Ranker(RankingWeights(min_semantic=0.0)).rank(cands, eps, NOW, has_query=True, limit=10)
+    assert {i.episode.event_id for i in unfloored} == {"greeting", "topic"}
+
+
+def test_given_no_comparable_vector_when_ranked_then_relevance_is_lexical_alone_and_no_floor_applies():
+    eps = {"a": episode("a", 1), "b": episode("b", 1)}
+    cands = [Candidate("a", lexical=4.0), Candidate("b", lexical=1.0)]
+    ranker = Ranker(RankingWeights(min_semantic=0.25))
+    for semantic in (False, True):  # the query could not be embedded / no stored vector was comparable
+        items = ranker.rank(cands, eps, NOW, has_query=True, limit=10, semantic=semantic)
+        assert [i.episode.event_id for i in items] == ["a", "b"]
+        assert items[0].components.relevance == 1.0 and items[1].components.relevance == 0.25
+
+
+def test_given_settings_without_a_floor_when_weights_are_made_then_the_embedder_declares_it():
+    from episodic.settings import Settings
+
+    class CalibratedDouble:
+        evidence_floor = 0.4
+
+    assert Settings().ranking_weights(CalibratedDouble()).min_semantic == 0.4
+    assert Settings().ranking_weights(object()).min_semantic == 0.0
+    assert Settings(min_semantic=0.1).ranking_weights(CalibratedDouble()).min_semantic == 0.1

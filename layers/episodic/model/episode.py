@@ -269,8 +269,15 @@ class Episode(_EpisodeContent):
     retention_score: Annotated[float, Field(ge=0.0, le=10.0)] = 5.0
 
     def search_text(self) -> str:
-        """The text the lexical index and the embedder see: summary, outcome, tags, details."""
-        parts = [self.summary]
+        """The text the lexical index and the embedder see: who and when, then summary, outcome,
+        tags, details.
+
+        The actor and the month lead because people ask about someone at some time ("what did
+        Dana plan for September?") while a turn rarely names its own speaker or date: on the
+        conversation benchmark's dev split this context raised evidence recall@10 by about 0.08
+        (see the README). Nothing is copied in from another episode."""
+        when = f"{_MONTHS[self.occurred_at.month - 1]} {self.occurred_at.year}"  # not %B: locale-free
+        parts = [f"{self.actor_id} ({when}): {self.summary}"]
         if self.outcome:
             parts.append(self.outcome)
         if self.tags:
@@ -282,6 +289,12 @@ class Episode(_EpisodeContent):
     def is_expired(self, now: datetime) -> bool:
         expires = self.retention.expires_at
         return expires is not None and expires <= now
+
+
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
 
 
 def _flatten_strings(value: Any) -> list[str]:

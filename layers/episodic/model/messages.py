@@ -111,7 +111,13 @@ class RecallRequest(CamelModel):
     interpret: bool = Field(
         default=True,
         description="Read time phrases ('last week', 'in October') in the query as a time window when no "
-        "occurredAfter/occurredBefore is given, and prefer episodes of actors the query names.",
+        "occurredAfter/occurredBefore is given.",
+    )
+    widen: bool = Field(
+        default=True,
+        description="A second round for questions whose answer needs more than one fact: the names the "
+        "three best items mention (people, places, things the query does not name) are added to the query "
+        "and each item's relevance is the mean of both rounds (shown as components.widened).",
     )
 
     @field_validator("tags")
@@ -135,6 +141,9 @@ class ScoreComponents(CamelModel):
     relevance: float
     lexical: float
     semantic: float
+    widened: float | None = None
+    """Relevance to the widened query of a second round, when one ran (``relevance`` is then the
+    mean of this and the first round's mix of ``lexical`` and ``semantic``)."""
     recency: float
     importance: float
     trust: float
@@ -163,7 +172,8 @@ class QueryInterpretation(CamelModel):
     time_phrase: str | None = None
     occurred_after: UtcDatetime | None = None
     occurred_before: UtcDatetime | None = None
-    actor_hints: list[str] = []
+    widened_with: list[str] = []
+    """The names a second round added to the query (empty when none ran)."""
 
 
 class RecallResponse(CamelModel):

@@ -53,7 +53,9 @@ from episodic.policy.provenance import backed_claims
 from episodic.policy.redaction import redact_proposal
 from episodic.policy.text import normalise
 
-POLICY_VERSION = "2026-12-01.1"
+POLICY_VERSION = "2026-12-01.2"
+"""2026-12-01.2: a sensitive disclosure keeps its caller's class by default (named, ``sensitive``
+suggested); 2026-12-01.1: memorability judged per sentence, disclosures named."""
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""
@@ -64,10 +66,10 @@ class WritePolicy:
 
     version = POLICY_VERSION
 
-    def __init__(self, chatter: ChatterClassifier | None = None, *, private_disclosures: bool = True) -> None:
+    def __init__(self, chatter: ChatterClassifier | None = None, *, private_disclosures: bool = False) -> None:
         """``private_disclosures``: store a sensitive disclosure marked public or internal as
-        ``private`` (the default); without it the policy only names the kind and suggests
-        ``sensitive`` (``EPISODIC_SENSITIVE_DISCLOSURES=suggest``)."""
+        ``private`` (``EPISODIC_SENSITIVE_DISCLOSURES=private``); by default the policy names the
+        kind and suggests ``sensitive``, and the caller's class stands."""
         self._chatter = chatter
         self.private_disclosures = private_disclosures
 
@@ -214,9 +216,10 @@ def _privacy_for_disclosures(
     p: EpisodeProposal, raise_to_private: bool
 ) -> tuple[EpisodeProposal, list[str], PrivacyClass | None]:
     """A sensitive personal disclosure (health, beliefs, finances, ...) in a proposal marked
-    ``public`` or ``internal`` is stored ``private`` -- shown only to recall scoped to its actor
-    -- and ``sensitive`` is suggested. It is not stored ``sensitive`` on the policy's own word:
-    that class needs consent and an expiry that only the caller can give."""
+    ``public`` or ``internal`` is named and ``sensitive`` is suggested; with ``raise_to_private``
+    it is also stored ``private`` -- shown only to recall scoped to its actor. It is never stored
+    ``sensitive`` on the policy's own word: that class needs consent and an expiry that only the
+    caller can give. (No digest repeats it either way: see :mod:`episodic.digests`.)"""
     if p.privacy_class is PrivacyClass.SENSITIVE:
         return p, [], None
     from episodic.policy import sensitivity  # compiled on first write, like the instruction detectors

@@ -32,6 +32,12 @@ _TIME = re.compile(
     r"september|october|november|december|spring|summer|autumn|fall|winter|christmas|easter)\b",
     re.IGNORECASE,
 )
+_PLAN = re.compile(
+    r"\b(?:i'll|we'll|i will|we will|(?:i'm|we're|i am|we are) (?:going to|planning|planning to)|gonna|"
+    r"plan(?:ning)?|book(?:ed)?|decided|signed up|propos(?:ed|ing))\b",
+    re.IGNORECASE,
+)
+"""A plan, a booking, a decision or a proposal: "I'll ask him properly", "Owen proposed"."""
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.IGNORECASE)
 
 PLEASANTRY_WORDS = frozenset(
@@ -113,6 +119,8 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "time"
     if any(w[:1].isupper() and not w.isupper() and w in content for w in words[1:]):
         return "named_thing"
+    if _PLAN.search(sentence):
+        return "plan"
     if _FIRST_PERSON.search(sentence) and len(content) >= 3:
         return "first_person_statement"
     return ""

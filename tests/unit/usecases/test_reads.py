@@ -125,14 +125,15 @@ def test_given_a_time_phrase_when_recalling_then_it_becomes_the_window_unless_on
     assert {i.episode.event_id for i in explicit.items} == {yesterday.event_id, last_week.event_id}
 
 
-def test_given_a_query_naming_an_actor_when_recalling_unscoped_then_their_episodes_come_first(writes, reads):
-    hal = writes.remember(AGENT, proposal(actorId="cust-hal", summary="Hal wants invoices as PDF attachments"))
-    gail = writes.remember(AGENT, proposal(actorId="cust-gail", summary="Gail wants invoices sent to her accountant"))
+def test_given_a_query_naming_an_actor_when_recalling_unscoped_then_their_episode_ranks_first(writes, reads):
+    hal = writes.remember(AGENT, proposal(actorId="cust-hal", summary="Wants invoices as PDF attachments"))
+    gail = writes.remember(AGENT, proposal(actorId="cust-gail", summary="Wants invoices as PDF attachments too"))
     assert gail.decision == "allow", gail.reasons
     response = reads.recall(AGENT, RecallRequest(query="gail invoices as PDF attachments"))
     assert [i.episode.event_id for i in response.items] == [gail.event_id, hal.event_id]
-    assert response.interpretation.actor_hints == ["cust-gail"]
-    assert response.items[1].score > response.items[0].score  # a hint orders; it does not re-score
+    # The actor is part of what is indexed, so the name is matched like any word, and explained.
+    first, second = response.items
+    assert first.components.lexical > second.components.lexical and first.score > second.score
 
 
 def _turn(writes, summary, minute, session="s-1", **extra):
@@ -202,3 +203,30 @@ def test_given_an_episode_that_is_not_a_turn_when_recalled_then_it_has_no_neighb
     )
     item = reads.recall(AGENT, RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1)).items[0]
     assert item.episode.event_type == "user_preference_stated" and item.neighbours == []
+
+
+def test_given_a_question_needing_two_facts_when_recalled_then_a_second_round_follows_the_names_found(writes, reads):
+    marathon = writes.remember(
+        AGENT, proposal(actorId="dana", summary="Signed up for the half marathon, Kirsty talked me into it")
+    )
+    climbing = writes.remember(
+        AGENT, proposal(actorId="dana", summary="Went bouldering twice with Kirsty from the garden centre")
+    )
+    kitchen = writes.remember(
+        AGENT, proposal(actorId="dana", summary="Repainted the whole kitchen sage green at the weekend")
+    )
+    question = "how does dana know the friend who talked her into the half marathon?"
+
+    widened = reads.recall(AGENT, RecallRequest(query=question))
+    single = reads.recall(AGENT, RecallRequest(query=question, widen=False))
+
+    assert widened.interpretation.widened_with == ["Kirsty"] and single.interpretation.widened_with == []
+    assert widened.items[0].episode.event_id == marathon.event_id
+    two = {i.episode.event_id: i.components for i in widened.items}
+    one = {i.episode.event_id: i.components for i in single.items}
+    assert all(c.widened is None for c in one.values()) and all(c.widened is not None for c in two.values())
+    # The name lifts the fact it leads to and nothing else; each relevance is the mean of both rounds.
+    assert two[climbing.event_id].relevance > one[climbing.event_id].relevance
+    assert two[kitchen.event_id].relevance < one[kitchen.event_id].relevance
+    for event_id, parts in two.items():
+        assert parts.relevance == pytest.approx((one[event_id].relevance + parts.widened) / 2, abs=1e-5)

@@ -13,7 +13,6 @@ the same snapshot of the database.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any
 
@@ -23,14 +22,15 @@ from episodic.adapters.local.sqlite_database import Database
 from episodic.adapters.local.sqlite_scope import scope_sql
 from episodic.adapters.local.vectors import VectorSearch
 from episodic.ports import RecallCandidates, Scope, Vector
+from episodic.query import lexical_terms
 from episodic.ranking import Candidate
-
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fts_query(text: str) -> str | None:
-    """Turn free text into a safe FTS5 query: every word, quoted, OR-ed (BM25 grades the rest)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
+    """Turn free text into a safe FTS5 query: every word that names something, quoted, OR-ed
+    (BM25 grades the rest). FTS5 has no stop-word list of its own; OpenSearch's ``english``
+    analyzer and bm25s drop theirs the same way."""
+    words = lexical_terms(text)[:32]
     return " OR ".join(f'"{w}"' for w in words) or None
 
 
