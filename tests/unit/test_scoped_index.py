@@ -160,14 +160,6 @@ def test_given_an_empty_scope_when_candidates_are_asked_then_there_are_none(text
     assert found == RecallCandidates()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG (minor): with a query, the semantic pool is argsort(-semantic)[:pool_size] even when no vector "
-    "was compared (no query vector, or only other models' vectors), so pool_size episodes matching neither "
-    "signal are returned with zero scores (the SQLite index returns none); the ranker then drops them, but "
-    "recall reads them from DynamoDB for nothing",
-)
 def test_given_a_query_matching_nothing_and_no_comparable_vector_when_queried_then_no_candidates_come():
     stored = [_stored(n, "Weekly sync moved to Thursday", vector=[1.0, 0.0], embedder=OTHER_MODEL) for n in range(3)]
     found = DynamoScopedIndex(InMemoryScopeReaderDouble(stored), embedder=MODEL).candidates(

@@ -90,6 +90,8 @@ class Archival:
         now = deps.clock.now()
         held = deps.episodes.get(caller.tenant_id, event_id)
         if held is not None and held.status is Status.ARCHIVED:
+            if expires_at is None and held.is_expired(now):
+                raise ConflictError("this episode's retention has passed; restore it with a new expiresAt")
             return self._unarchive(caller, held, now)
         if held is not None and deps.archive.contains(caller.tenant_id, event_id):
             deps.archive.delete_events(caller.tenant_id, [event_id])

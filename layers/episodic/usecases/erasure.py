@@ -8,7 +8,7 @@ import threading
 
 from episodic.errors import ForbiddenError, NotFoundError
 from episodic.expiry import content_hash
-from episodic.model import Caller, ErasureResult
+from episodic.model import Caller, Episode, ErasureResult
 from episodic.ports import Changes
 from episodic.usecases.deps import Deps, hash_text, require_operator
 
@@ -22,10 +22,12 @@ class Erasure:
         """Erase one episode everywhere, and the summaries that cite it; leave tombstones."""
         deps = self.deps
         episode = deps.episodes.get(caller.tenant_id, event_id)
-        archived = episode is None and deps.archive.contains(caller.tenant_id, event_id)
-        if episode is None and not archived:
-            raise NotFoundError(f"no episode {event_id}")
-        if episode is not None and not episode.retention.delete_on_request and not caller.is_operator:
+        if episode is None:  # archived (expired or decayed): its retention travels with the record
+            record = deps.archive.get(caller.tenant_id, event_id)
+            if record is None:
+                raise NotFoundError(f"no episode {event_id}")
+            episode = Episode.model_validate(record["episode"])
+        if not episode.retention.delete_on_request and not caller.is_operator:
             raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
         return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
 

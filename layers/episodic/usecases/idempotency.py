@@ -39,16 +39,7 @@ class Idempotency:
         """``write`` the proposals not written before under ``key``; replay the others."""
         if key is None:
             return write(caller, proposals, [None] * len(proposals))
-        if not 1 <= len(key) <= 255:
-            raise InvalidRequestError("Idempotency-Key must be 1 to 255 characters")
-        body = json.dumps([p.to_json_dict() for p in proposals], sort_keys=True, separators=(",", ":"))
-        request_hash = hash_text(f"{kind}\n{body}")
-        item_keys = [key] if kind == "remember" else [f"{key}\x1f{i}" for i in range(len(proposals))]
-        item_keys = [stored_idempotency_key(k) for k in item_keys]
-        results: list[RememberResult | None] = []
-        for item_key in item_keys:
-            previous = self.deps.episodes.find_idempotency(caller.tenant_id, item_key)
-            results.append(None if previous is None else self.replayed(caller, previous, request_hash, kind))
+        item_keys, request_hash, results = self._lookup(caller, kind, proposals, key)
         pending = [i for i, r in enumerate(results) if r is None]
         if pending:
             written = write(
@@ -57,6 +48,35 @@ class Idempotency:
             for i, result in zip(pending, written, strict=True):
                 results[i] = result
         return [r for r in results if r is not None]
+
+    def replay(
+        self, caller: Caller, kind: str, proposals: list[EpisodeProposal], key: str
+    ) -> list[RememberResult] | None:
+        """The results of an earlier request under ``key`` with this body, or None when any
+        item of it was not written before (same rules as :meth:`run`, nothing written)."""
+        _, _, results = self._lookup(caller, kind, proposals, key)
+        return None if any(r is None for r in results) else [r for r in results if r is not None]
+
+    def _lookup(
+        self, caller: Caller, kind: str, proposals: list[EpisodeProposal], key: str
+    ) -> tuple[list[str], str, list[RememberResult | None]]:
+        """Each item's stored key, the request hash, and each item's earlier result (or None)."""
+        if not 1 <= len(key) <= 255:
+            raise InvalidRequestError("Idempotency-Key must be 1 to 255 characters")
+        body = json.dumps([p.to_json_dict() for p in proposals], sort_keys=True, separators=(",", ":"))
+        request_hash = hash_text(f"{kind}\n{body}")
+        item_keys = [key] if kind == "remember" else [f"{key}\x1f{i}" for i in range(len(proposals))]
+        item_keys = [stored_idempotency_key(k) for k in item_keys]
+        # A single write keeps its record under the key, a batch under key + position: a key
+        # first used by the other kind of request is found only by looking there.
+        other_kind = stored_idempotency_key(f"{key}\x1f0" if kind == "remember" else key)
+        if self.deps.episodes.find_idempotency(caller.tenant_id, other_kind) is not None:
+            raise IdempotencyConflictError("this Idempotency-Key was already used with a different request body")
+        results: list[RememberResult | None] = []
+        for item_key in item_keys:
+            previous = self.deps.episodes.find_idempotency(caller.tenant_id, item_key)
+            results.append(None if previous is None else self.replayed(caller, previous, request_hash, kind))
+        return item_keys, request_hash, results
 
     def replayed(self, caller: Caller, previous: IdempotencyRecord, request_hash: str, kind: str) -> RememberResult:
         """The earlier result. A single write shows its episode as it is now; one erased since

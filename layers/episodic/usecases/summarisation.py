@@ -15,6 +15,7 @@ from episodic.model import (
     Caller,
     Confidence,
     DigestOutcome,
+    Episode,
     EpisodeProposal,
     EventType,
     ProposedBy,
@@ -52,14 +53,7 @@ class Summarisation:
         caller = Caller(
             tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser", provenance=ProposedBy.WORKFLOW
         )
-        page = self.reads.timeline(
-            caller,
-            actor_id=actor_id,
-            occurred_after=window_start,
-            occurred_before=window_end,
-            limit=SUMMARY_MAX_SOURCES + 1,
-        )
-        sources = [e for e in page.items if digestible(e)][:SUMMARY_MAX_SOURCES]
+        sources = self._sources(caller, actor_id, window_start, window_end)
         if len(sources) <= self.deps.settings.summary_min_events:
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
         lines = self.summariser().summarise(sources, max_lines=3)[:3]
@@ -82,6 +76,23 @@ class Summarisation:
         )
         key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
         return self.writes.remember(caller, proposal, idempotency_key=key)
+
+    def _sources(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> list[Episode]:
+        """The newest episodes of the window a digest may repeat, up to its cap: pages are read
+        until the cap is reached, so earlier digests and sensitive episodes in the window take
+        no source's place."""
+        sources: list[Episode] = []
+        cursor = None
+        while len(sources) < SUMMARY_MAX_SOURCES:
+            page = self.reads.timeline(
+                caller, actor_id=actor_id, occurred_after=start, occurred_before=end,
+                limit=SUMMARY_MAX_SOURCES + 1, cursor=cursor,
+            )  # fmt: skip
+            sources.extend(e for e in page.items if digestible(e))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return sources[:SUMMARY_MAX_SOURCES]
 
     def summarise(self) -> list[DigestOutcome]:
         """The 24-hour summarisation, in-process: one digest per busy actor; one failure does

@@ -51,10 +51,11 @@ class Writes:
     def correct(
         self, caller: Caller, event_id: str, proposal: EpisodeProposal, idempotency_key: str | None = None
     ) -> RememberResult:
-        """Write a superseding episode; the old one becomes ``superseded`` in the same commit."""
+        """Write a superseding episode; the old one becomes ``superseded`` in the same commit.
+
+        A retry of a correction that went through (same Idempotency-Key and body) finds the old
+        episode superseded already: it replays the first result instead of a conflict."""
         old = self.deps.visible(caller, event_id)
-        if old.status is not Status.ACTIVE:
-            raise ConflictError(f"episode {event_id} is {old.status.value}, only active episodes can be corrected")
         supersedes = list(dict.fromkeys([event_id, *proposal.supersedes_event_ids]))
         proposal = proposal.model_copy(
             update={
@@ -63,6 +64,13 @@ class Writes:
                 "correction_path": proposal.correction_path or f"corrects {event_id}",
             }
         )
+        if old.status is not Status.ACTIVE:
+            replayed = (
+                self.idempotency.replay(caller, "remember", [proposal], idempotency_key) if idempotency_key else None
+            )
+            if replayed is None:
+                raise ConflictError(f"episode {event_id} is {old.status.value}, only active episodes can be corrected")
+            return replayed[0]
         return self.remember(caller, proposal, idempotency_key)
 
     def stage_supersede(self, caller: Caller, episode: Episode, changes: Changes, now: datetime) -> None:

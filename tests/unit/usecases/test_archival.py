@@ -213,13 +213,6 @@ def test_given_a_restore_whose_copy_removal_failed_when_asked_again_then_only_th
     assert not archive.contains("acme", back.event_id) and _audits(store, "episode.restored") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="BUG: Archival.restore of an episode archived by relevance decay (_unarchive) never looks at its "
-    "retention: one whose expiresAt has passed (not yet swept; DynamoDB TTL lags up to two days) is restored "
-    "without the new expiresAt README requires, and comes back active but already expired",
-)
 def test_given_a_decay_archived_episode_past_its_retention_when_restored_without_an_expiry_then_it_conflicts(
     writes, archival, clock
 ):

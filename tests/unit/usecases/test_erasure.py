@@ -162,13 +162,6 @@ def test_given_an_agent_when_erasing_an_actor_then_it_is_forbidden_and_nothing_i
     assert store.get("acme", written.event_id) is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="BUG: Erasure.erase checks retention.deleteOnRequest only for an episode still in the timeline; "
-    "once a retained episode has expired into the cold archive, an agent can erase it (README: an episode "
-    "with deleteOnRequest false can only be erased by an operator)",
-)
 def test_given_a_retained_episode_in_the_archive_when_an_agent_erases_it_then_only_an_operator_may(
     writes, erasure, deps, archive, clock
 ):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.errors import ConflictError, IdempotencyConflictError, InvalidRequestError
+from episodic.errors import IdempotencyConflictError, InvalidRequestError
 from episodic.model import Decision, Status
 from episodic.usecases.feedback import Feedback
 from episodic.usecases.idempotency import stored_idempotency_key
@@ -25,13 +25,6 @@ def test_given_a_repeated_key_and_body_when_remembered_then_the_result_is_replay
     assert embedder.calls == calls and store.count("acme") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="BUG (minor): the request hash includes the kind ('remember' or 'batch'), but a batch stores its "
-    "items under '<key>\\x1f<position>' and a single write under '<key>', so the hashes are never compared: a "
-    "key used for POST /episodes and reused for POST /episodes/batch writes a second episode instead of a 409",
-)
 def test_given_a_key_used_for_one_write_when_reused_for_a_batch_of_the_same_body_then_it_conflicts(writes, store):
     writes.remember(AGENT, proposal(), idempotency_key="k-kind")
     with pytest.raises(IdempotencyConflictError):
@@ -105,13 +98,6 @@ def test_given_a_concurrent_request_with_the_same_key_and_another_body_when_it_c
     assert store.count("acme") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConflictError,
-    reason="BUG: Writes.correct checks that the corrected episode is still active before the idempotency "
-    "replay, so retrying a correction with the same Idempotency-Key and body (the REST route takes one) "
-    "answers 409 'is superseded' instead of the first result",
-)
 def test_given_a_correction_with_a_key_when_retried_with_the_same_key_and_body_then_the_result_is_replayed(writes):
     old = writes.remember(AGENT, proposal())
     fix = writes.correct(AGENT, old.event_id, proposal(summary="User now wants XML invoices"), idempotency_key="c-1")

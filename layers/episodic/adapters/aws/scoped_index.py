@@ -73,13 +73,16 @@ class DynamoScopedIndex:
 
         lexical = self._lexical(texts, query_text)
         semantic = np.zeros(len(ids), dtype=np.float32)
+        compared = np.zeros(len(ids), dtype=bool)
         if query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
             for i, vector in enumerate(vectors):
                 if vector is not None:
                     semantic[i] = float(np.asarray(vector, dtype=np.float32) @ query)
+                    compared[i] = True
 
-        chosen = set(np.argsort(-semantic)[:pool_size].tolist())
+        # Only episodes a signal speaks for: one whose vector was not compared is no semantic hit.
+        chosen = {i for i in np.argsort(-semantic)[:pool_size].tolist() if compared[i]}
         chosen |= {i for i in np.argsort(-lexical)[:pool_size].tolist() if lexical[i] > 0}
         return RecallCandidates(
             [Candidate(event_id=ids[i], lexical=float(lexical[i]), semantic=float(semantic[i])) for i in sorted(chosen)]
