@@ -1,0 +1,177 @@
+"""The asyncio client: the same operations as :class:`~episodic.client.Client`, awaited; the
+iterators are async iterators."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import httpx
+
+from episodic.client import _calls as calls
+from episodic.client._transport import Settings, finish, request_args, should_retry
+from episodic.model import (
+    AuditRecord,
+    Episode,
+    EpisodeProposal,
+    ErasureResult,
+    Health,
+    RecallRequest,
+    RecallResponse,
+    RememberResult,
+    ReviewView,
+    TimelinePage,
+    WritesStatus,
+)
+from episodic.model.conversations import Turn, TurnsResult
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """``AsyncClient(base_url, token)``; both default to ``EPISODIC_URL`` / ``EPISODIC_TOKEN``."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.settings = Settings.resolve(base_url, token, timeout, retries, backoff)
+        self._http = httpx.AsyncClient(
+            base_url=self.settings.base_url, headers=self.settings.headers(), timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, call: calls.Call[T]) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            response, error = None, None
+            try:
+                response = await self._http.request(call.method, call.path, **request_args(call))
+            except httpx.TransportError as lost:
+                error = lost
+            if not should_retry(call, response, attempt, self.settings):
+                result: T = finish(call, response, error)
+                return result
+            await asyncio.sleep(self.settings.delay(attempt, response))
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def remember(
+        self, proposal: EpisodeProposal | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> RememberResult:
+        """Propose one episode; the result says allow (with the episode), review or deny."""
+        return await self._send(calls.remember(proposal, idempotency_key))
+
+    async def remember_batch(
+        self, proposals: Sequence[EpisodeProposal | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[RememberResult]:
+        """Up to 100 proposals, each decided on its own (results carry ids, not episodes)."""
+        return await self._send(calls.remember_batch(proposals, idempotency_key))
+
+    async def add_messages(
+        self,
+        session_id: str,
+        turns: Sequence[Turn | Mapping[str, Any]],
+        *,
+        end_session: bool = False,
+        project_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> TurnsResult:
+        """A conversation's turns: the memorable ones are kept (turn ids as provenance), small
+        talk is left out; ``end_session`` writes the handoff summary the next session starts from."""
+        return await self._send(
+            calls.add_turns(session_id, turns, end_session=end_session, project_id=project_id, key=idempotency_key)
+        )
+
+    async def correct(
+        self, event_id: str, proposal: EpisodeProposal | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> RememberResult:
+        return await self._send(calls.correct(event_id, proposal, idempotency_key))
+
+    async def feedback(self, event_id: str, helpful: bool, note: str | None = None) -> Episode:
+        return await self._send(calls.feedback(event_id, helpful, note))
+
+    async def erase(self, event_id: str) -> ErasureResult:
+        return await self._send(calls.erase(event_id))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def recall(
+        self, query: str | RecallRequest | Mapping[str, Any] | None = None, **scope: Any
+    ) -> RecallResponse:
+        """``recall("what did Sam plan?", actor_id="sam", limit=5)`` or ``recall(RecallRequest(...))``."""
+        return await self._send(calls.recall(calls.recall_request(query, scope)))
+
+    async def get(self, event_id: str) -> Episode:
+        return await self._send(calls.get(event_id))
+
+    async def timeline(self, *, cursor: str | None = None, **filters: Any) -> TimelinePage:
+        """One page; filters are ``actor_id project_id event_types tags occurred_after
+        occurred_before statuses order limit``."""
+        return await self._send(calls.timeline(calls.timeline_filters(**filters), cursor))
+
+    async def iter_timeline(self, **filters: Any) -> AsyncIterator[Episode]:
+        """Every episode the filters admit, page after page."""
+        cursor = None
+        while True:
+            page = await self.timeline(cursor=cursor, **filters)
+            for episode in page.items:
+                yield episode
+            cursor = page.next_cursor
+            if cursor is None:
+                return
+
+    async def health(self) -> Health:
+        return await self._send(calls.health())
+
+    # -- operators ------------------------------------------------------------------------
+
+    async def erase_actor(self, actor_id: str, reason: str | None = None) -> ErasureResult:
+        return await self._send(calls.erase_actor(actor_id, reason))
+
+    async def restore(self, event_id: str, expires_at: datetime | None = None) -> Episode:
+        return await self._send(calls.restore(event_id, expires_at))
+
+    async def reviews(self, status: str | None = "pending", limit: int = 100) -> list[ReviewView]:
+        return await self._send(calls.reviews(status, limit))
+
+    async def decide_review(self, review_id: str, approve: bool, note: str | None = None) -> ReviewView:
+        return await self._send(calls.decide_review(review_id, approve, note))
+
+    async def audit(
+        self, *, event_id: str | None = None, action: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> calls.AuditPage:
+        return await self._send(calls.audit(event_id, action, limit, cursor))
+
+    async def iter_audit(self, *, event_id: str | None = None, action: str | None = None) -> AsyncIterator[AuditRecord]:
+        cursor = None
+        while True:
+            page = await self.audit(event_id=event_id, action=action, cursor=cursor)
+            for record in page.items:
+                yield record
+            cursor = page.next_cursor
+            if cursor is None:
+                return
+
+    async def set_writes(self, enabled: bool, reason: str | None = None) -> WritesStatus:
+        return await self._send(calls.set_writes(enabled, reason))
+
+    async def writes_status(self) -> WritesStatus:
+        return await self._send(calls.writes_status())
