@@ -190,8 +190,22 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.data_dir) if args.data_dir else None)
 
 
+def _version() -> str:
+    """The installed package's version and the write policy's, which decisions are stamped with."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from episodic.policy import POLICY_VERSION
+
+    try:
+        package = version("episodic-memory")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        package = "unknown"
+    return f"{package} (policy {POLICY_VERSION})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="episodic", description="Long-term episodic memory for AI agents.")
+    parser.add_argument("--version", action="version", version=f"episodic {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the service on the embedded local backend")
     serve.add_argument("--host", help="default: EPISODIC_HOST or 127.0.0.1")

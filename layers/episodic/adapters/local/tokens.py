@@ -16,6 +16,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from episodic.model import Caller, Role
 
 
@@ -34,29 +36,44 @@ class TokenBook:
         return found
 
 
+MIN_TOKEN_LENGTH = 16
+TOKEN_RULES = (
+    f"token=tenant:role, comma-separated; a token is at least {MIN_TOKEN_LENGTH} characters without "
+    "',' or '='; a tenant is letters, digits and _ . : @ - (starting with a letter or digit); "
+    "a role is agent or operator"
+)
+
+
 def parse_tokens(spec: str) -> dict[str, Caller]:
-    """Parse ``token=tenant:role,...``; raises ValueError with the offending entry."""
+    """Parse ``token=tenant:role,...``. A bad entry raises ValueError naming the entry by its
+    position and the real reason, never the token itself (error output ends up in logs)."""
     tokens: dict[str, Caller] = {}
-    for entry in (e.strip() for e in spec.split(",")):
+    for position, entry in enumerate((e.strip() for e in spec.split(",")), start=1):
         if not entry:
             continue
-        try:
-            token, rest = entry.split("=", 1)
-            tenant, role = rest.split(":", 1)
-            tokens[token] = _caller(token, tenant, role)
-        except ValueError as exc:
-            raise ValueError(f"bad EPISODIC_TOKENS entry {entry.split('=')[0]!r}: expected token=tenant:role") from exc
+        token, has_equals, rest = entry.partition("=")
+        if not has_equals:
+            raise ValueError(f"EPISODIC_TOKENS entry {position}: no '=' (expected {TOKEN_RULES})")
+        tenant, has_colon, role = rest.partition(":")
+        if not has_colon:
+            raise ValueError(f"EPISODIC_TOKENS entry {position}: no ':' between tenant and role ({TOKEN_RULES})")
+        tokens[token] = _caller(token, tenant, role, where=f"EPISODIC_TOKENS entry {position}")
     if not tokens:
-        raise ValueError("EPISODIC_TOKENS is set but holds no token")
+        raise ValueError(f"EPISODIC_TOKENS is set but holds no token (expected {TOKEN_RULES})")
     return tokens
 
 
-def _caller(token: str, tenant: str, role: str) -> Caller:
-    if len(token) < 16:
-        raise ValueError("tokens must be at least 16 characters")
+def _caller(token: str, tenant: str, role: str, where: str = "token") -> Caller:
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise ValueError(f"{where}: the token has {len(token)} characters; tokens need at least {MIN_TOKEN_LENGTH}")
+    if role not in {r.value for r in Role}:
+        raise ValueError(f"{where}: role {role!r} is not one of {', '.join(r.value for r in Role)}")
     # The audit names the principal by a hash of the token, never by the token itself.
     principal = "token:" + hashlib.sha256(token.encode()).hexdigest()[:12]
-    return Caller(tenant_id=tenant, role=Role(role), principal_id=principal)
+    try:
+        return Caller(tenant_id=tenant, role=Role(role), principal_id=principal)
+    except ValidationError:
+        raise ValueError(f"{where}: tenant {tenant!r} is not a valid id ({TOKEN_RULES})") from None
 
 
 def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenBook:

@@ -79,6 +79,21 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     return Response(status_code=status, content_type="application/json", body=body, headers=headers)
 
 
+@app.not_found
+def _no_route(_: Exception) -> Response:
+    """The one error shape for a path no route serves (404) and for a route asked with another
+    method (405, with ``Allow``), instead of Powertools' own ``{"statusCode", "message"}``."""
+    event = app.current_event
+    path, method = event.path, event.http_method.upper()
+    allowed = sorted(
+        {route.method for route in [*app._static_routes, *app._dynamic_routes] if route.rule.match(path)} - {method}
+    )
+    if allowed:
+        message = f"{method} is not allowed on {path}; use {', '.join(allowed)}"
+        return json_response(405, {"error": "method_not_allowed", "message": message}, {"Allow": ", ".join(allowed)})
+    return json_response(404, {"error": "not_found", "message": f"no route {method} {path}"})
+
+
 @app.exception_handler(EpisodicError)
 def _domain_error(error: EpisodicError) -> Response:
     if error.status >= 500:

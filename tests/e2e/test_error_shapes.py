@@ -1,0 +1,32 @@
+"""One error shape everywhere (issue #13): a path no route serves is a 404 and a route asked
+with another method a 405 with ``Allow``, both as ``{"error", "message"}`` like every other
+error, not Powertools' own ``{"statusCode", "message"}``."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import Api
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [("GET", "/v1/recall", "POST"), ("PATCH", "/v1/episodes/01ABC", "DELETE, GET"), ("DELETE", "/v1/audit", "GET")],
+)
+def test_given_a_route_asked_with_another_method_when_served_then_405_names_the_allowed_ones(
+    api: Api, method: str, path: str, allowed: str
+) -> None:
+    response = api.request(method, path)
+    assert response.status_code == 405 and response.headers["Allow"] == allowed
+    assert response.json() == {
+        "error": "method_not_allowed",
+        "message": f"{method} is not allowed on {path}; use {allowed}",
+    }
+
+
+def test_given_a_path_no_route_serves_when_asked_then_404_in_the_common_shape(api: Api) -> None:
+    response = api.get("/v1/nowhere")
+    assert response.status_code == 404
+    assert response.json() == {"error": "not_found", "message": "no route GET /v1/nowhere"}
+    unknown = api.get("/v1/episodes/01NOSUCHEPISODE0000000000")  # a route, an unknown id: same shape
+    assert unknown.status_code == 404 and set(unknown.json()) == {"error", "message"}
