@@ -30,3 +30,23 @@ def test_given_a_path_no_route_serves_when_asked_then_404_in_the_common_shape(ap
     assert response.json() == {"error": "not_found", "message": "no route GET /v1/nowhere"}
     unknown = api.get("/v1/episodes/01NOSUCHEPISODE0000000000")  # a route, an unknown id: same shape
     assert unknown.status_code == 404 and set(unknown.json()) == {"error", "message"}
+
+
+def test_given_a_policy_denial_when_answered_then_a_person_can_read_why_beside_the_codes(api: Api) -> None:
+    chatter = {
+        "eventType": "conversation_turn",
+        "actorId": "sam",
+        "occurredAt": "2026-11-20T18:00:00Z",
+        "summary": "Thanks! Have a great weekend",
+        "sourceRefs": ["t1"],
+        "sourceTrust": "user_provided",
+    }
+    denied = api.post("/v1/episodes", chatter)
+    assert denied.status_code == 403
+    body = denied.json()
+    assert body["decision"] == "deny" and body["reasons"] == ["not_memorable"]
+    assert body["message"] == (
+        "the write policy denied this proposal: no sentence carries anything worth remembering (see sentences)"
+    )
+    [item] = api.post("/v1/episodes/batch", {"episodes": [chatter]}).json()["results"]
+    assert item["message"] == body["message"]

@@ -69,7 +69,8 @@ def _wire(value: CamelModel | Mapping[str, Any], cls: type[CamelModel]) -> dict[
 
 def _write_result(status: int, body: Any) -> RememberResult:
     body = dict(body)
-    body.pop("reason", None)  # the reasons joined, for humans reading raw HTTP
+    for said_for_people in ("reason", "message"):  # the reasons joined, and in words
+        body.pop(said_for_people, None)
     return RememberResult.model_validate(body)
 
 

@@ -62,7 +62,7 @@ WRITE_RESULTS: dict[int, Any] = {
     },
 }
 DENIED: dict[str, Any] = {
-    "description": "Denied by the write policy (decision, reasons, reason, policyVersion), or the caller "
+    "description": "Denied by the write policy (decision, reasons, reason, message, policyVersion), or the caller "
     "may not do this (error, message)",
 }
 """A 403 on a write route has one of two bodies, so its shape is left open in the document."""

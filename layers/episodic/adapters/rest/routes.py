@@ -33,6 +33,7 @@ from episodic.model import (
     WritesStatus,
 )
 from episodic.model.conversations import TurnsRequest, TurnsResult
+from episodic.policy.reasons import denial_message
 
 SESSION_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$"  # episodic.model.Id
 
@@ -44,7 +45,7 @@ def _remember_response(result: RememberResult) -> Response:
     if result.decision is Decision.REVIEW:
         body.pop("episode", None)
         return json_response(202, body)
-    body.update(reason=result.reason)
+    body.update(reason=result.reason, message=denial_message(result.reasons))
     return json_response(403, body)
 
 
@@ -52,7 +53,7 @@ def _batch_item(result: RememberResult) -> dict[str, Any]:
     body = result.to_json_dict()
     body.pop("episode", None)
     if result.decision is Decision.DENY:
-        body["reason"] = result.reason
+        body.update(reason=result.reason, message=denial_message(result.reasons))
     return {k: v for k, v in body.items() if v is not None}
 
 
