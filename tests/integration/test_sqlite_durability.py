@@ -138,3 +138,34 @@ def test_given_an_archived_record_when_read_then_it_is_compressed_json_with_the_
     files = list((local_service.archive.root).rglob("*.json.gz"))
     assert len(files) == 1 and files[0].read_bytes()[:2] == b"\x1f\x8b"
     assert json.dumps(record)
+
+
+def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_text_is_reindexed(tmp_path):
+    """Upgrading: episodes indexed before the who/when lead are re-indexed once, on open."""
+    from datetime import UTC, datetime
+
+    from episodic.model import Episode
+    from episodic.ports import Changes, NewEpisode
+
+    path = tmp_path / "old.db"
+    store = SqliteStore(path)
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    ep = Episode.model_validate(
+        {"eventType": "conversation_turn", "actorId": "dana", "tenantId": "acme", "eventId": "E1",
+         "occurredAt": now, "recordedAt": now, "policyVersion": "v", "summary": "Ran the half marathon in 2:04",
+         "sourceRefs": ["t:1"], "sourceTrust": "user_provided"}
+    )  # fmt: skip
+    store.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [0.0] * 384)]))
+    with store._transaction() as conn:  # what an earlier version left: summary only, no marker
+        conn.execute("UPDATE episodes_fts SET text = ?", (ep.summary,))
+        conn.execute("DELETE FROM meta WHERE key = 'search_text_version'")
+    store.close()
+
+    reopened = SqliteStore(path)
+    with reopened.reading() as conn:
+        [(text,)] = conn.execute("SELECT text FROM episodes_fts").fetchall()
+        [(marker,)] = conn.execute("SELECT value FROM meta WHERE key = 'search_text_version'").fetchall()
+    assert text == ep.search_text() and text.startswith("dana (November 2026): ")
+    assert marker == str(Episode.SEARCH_TEXT_VERSION)
+    assert reopened.refresh_search_text() == 0  # once only
+    reopened.close()

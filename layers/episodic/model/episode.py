@@ -19,7 +19,7 @@ import json
 import math
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -267,6 +267,10 @@ class Episode(_EpisodeContent):
     feedback_score: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0
     feedback_count: Annotated[int, Field(ge=0)] = 0
     retention_score: Annotated[float, Field(ge=0.0, le=10.0)] = 5.0
+
+    SEARCH_TEXT_VERSION: ClassVar[int] = 2
+    """Bumped whenever :meth:`search_text` changes shape (2: who and when lead), so a store can
+    re-index text written by an earlier version."""
 
     def search_text(self) -> str:
         """The text the lexical index and the embedder see: who and when, then summary, outcome,

@@ -76,3 +76,23 @@ class Maintenance(Database):
                 [(pack_vector(v), embedder, ep.tenant_id, ep.event_id) for ep, v in vectors],
             )
         self.vectors.invalidate()  # rows changed in place: the rowid watermark cannot see that
+
+    def refresh_search_text(self, batch: int = 1000) -> int:
+        """Re-index the lexical text of every episode written under an earlier shape of
+        :meth:`Episode.search_text` (a one-time step when an upgraded service opens an older
+        data dir; no model needed). Returns how many were re-indexed. Their vectors keep the
+        text they were made from: they stay comparable, without the who/when lead."""
+        wanted = str(Episode.SEARCH_TEXT_VERSION)
+        if self._query("SELECT 1 FROM meta WHERE key = 'search_text_version' AND value = ?", (wanted,)):
+            return 0
+        done, last = 0, 0
+        while rows := self._query(
+            "SELECT rowid, doc FROM episodes WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
+        ):
+            texts = [(Episode.model_validate_json(doc).search_text(), rowid) for rowid, doc in rows]
+            with self._transaction() as conn:
+                conn.executemany("UPDATE episodes_fts SET text = ? WHERE rowid = ?", texts)
+            done, last = done + len(rows), rows[-1][0]
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('search_text_version', ?)", (wanted,))
+        return done

@@ -54,3 +54,4 @@ class SqliteStore(EpisodeWrites, EpisodeReads, RecallReads, Governance, Maintena
         self.embedder = embedder
         self.vectors = VectorSearch(ann_threshold=ann_threshold)
         super().__init__(path)
+        self.refresh_search_text()
