@@ -190,6 +190,30 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.data_dir) if args.data_dir else None)
 
 
+def _tokens(args: argparse.Namespace) -> int:
+    """The local bearer tokens: list them, create one, rotate one (the server reads the file
+    when it starts; EPISODIC_TOKENS, when set, overrides the file)."""
+    from episodic.adapters.local.tokens import create_token, listed_tokens, rotate_token, token_file
+    from episodic.settings import Settings
+
+    data_dir = Path(args.data_dir) if args.data_dir else Settings.from_env().data_dir.expanduser()
+    print(f"tokens file: {token_file(data_dir)}", file=sys.stderr)
+    try:
+        if args.action == "create":
+            print(create_token(data_dir, args.tenant, args.role))
+        elif args.action == "rotate":
+            print(rotate_token(data_dir, args.token))
+        else:
+            rows = listed_tokens(data_dir)
+            print("\n".join(f"{tenant:<20} {role:<9} {token}" for token, tenant, role in rows) or "no tokens yet")
+    except ValueError as exc:
+        print(f"episodic tokens: {exc}", file=sys.stderr)
+        return 2
+    if args.action != "list":
+        print("restart `episodic serve` for the change to take effect", file=sys.stderr)
+    return 0
+
+
 def _version() -> str:
     """The installed package's version and the write policy's, which decisions are stamped with."""
     from importlib.metadata import PackageNotFoundError, version
@@ -230,6 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.set_defaults(func=_eval)
     # `bench` has its own options (--full, --writes, --sizes, --out): its parser handles them.
     sub.add_parser("bench", help="measure throughput, latency, cold starts; write BENCHMARKS.md", add_help=False)
+    tokens = sub.add_parser("tokens", help="list, create or rotate the local server's bearer tokens")
+    tokens.add_argument("action", choices=("list", "create", "rotate"), nargs="?", default="list")
+    tokens.add_argument("token", nargs="?", help="rotate: the token to replace")
+    tokens.add_argument("--tenant", default="demo", help="create: the tenant (default: demo)")
+    tokens.add_argument("--role", default="agent", choices=("agent", "operator"), help="create: the role")
+    tokens.add_argument("--data-dir", default=None, help="default: EPISODIC_DATA_DIR or ./.episodic")
+    tokens.set_defaults(func=_tokens)
     demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
     demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
     demo.set_defaults(func=_demo)

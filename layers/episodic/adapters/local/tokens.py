@@ -95,3 +95,50 @@ def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenB
         json.dump(raw, handle, indent=2)
     tokens = {t: _caller(t, v["tenantId"], v["role"]) for t, v in raw.items()}
     return TokenBook(tokens, str(path), created=True)
+
+
+def token_file(data_dir: Path) -> Path:
+    return data_dir / "tokens.json"
+
+
+def listed_tokens(data_dir: Path) -> list[tuple[str, str, str]]:
+    """``(token, tenant, role)`` of the tokens file, or ``[]`` when there is none yet."""
+    return [(token, v["tenantId"], v["role"]) for token, v in _read(data_dir).items()]
+
+
+def create_token(data_dir: Path, tenant: str, role: str) -> str:
+    """A new token for ``tenant`` and ``role`` in the tokens file (created, mode 0600, if missing)."""
+    token = secrets.token_urlsafe(24)
+    _caller(token, tenant, role, where="new token")  # the tenant and role must be valid
+    raw = _read(data_dir)
+    raw[token] = {"tenantId": tenant, "role": role}
+    _write(data_dir, raw)
+    return token
+
+
+def rotate_token(data_dir: Path, old: str) -> str:
+    """Replace ``old`` by a new token with the same tenant and role; ``old`` stops working when
+    the server next starts."""
+    raw = _read(data_dir)
+    if old not in raw:
+        raise ValueError(f"that token is not in {token_file(data_dir)}")
+    entry = raw.pop(old)
+    new = secrets.token_urlsafe(24)
+    raw[new] = entry
+    _write(data_dir, raw)
+    return new
+
+
+def _read(data_dir: Path) -> dict[str, dict[str, str]]:
+    path = token_file(data_dir)
+    return dict(json.loads(path.read_text())) if path.exists() else {}
+
+
+def _write(data_dir: Path, raw: dict[str, dict[str, str]]) -> None:
+    """Replace the tokens file atomically, readable by its owner only."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    staging = token_file(data_dir).with_suffix(".json.new")
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(raw, handle, indent=2)
+    os.replace(staging, token_file(data_dir))

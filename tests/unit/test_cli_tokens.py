@@ -1,0 +1,33 @@
+"""``episodic tokens``: list, create and rotate the local server's bearer tokens (issue #13)."""
+
+from __future__ import annotations
+
+import stat
+
+from episodic.adapters.local.tokens import load_tokens
+from episodic.cli import main
+
+
+def test_given_a_data_dir_when_tokens_are_created_listed_and_rotated_then_the_file_follows(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    assert main(["tokens", "create", "--tenant", "acme", "--role", "operator", "--data-dir", data]) == 0
+    created = capsys.readouterr().out.strip()
+    assert len(created) >= 16
+    assert main(["tokens", "list", "--data-dir", data]) == 0
+    assert capsys.readouterr().out.split() == ["acme", "operator", created]
+
+    assert main(["tokens", "rotate", created, "--data-dir", data]) == 0
+    rotated = capsys.readouterr().out.strip()
+    book = load_tokens(tmp_path / "data", environ={})
+    assert set(book.tokens) == {rotated} and book.tokens[rotated].tenant_id == "acme"
+    assert stat.S_IMODE((tmp_path / "data" / "tokens.json").stat().st_mode) == 0o600
+
+
+def test_given_bad_input_when_managing_tokens_then_it_says_why_without_echoing_a_token(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    assert main(["tokens", "create", "--tenant", "not a tenant", "--data-dir", data]) == 2
+    assert "tenant 'not a tenant' is not a valid id" in capsys.readouterr().err
+    assert main(["tokens", "rotate", "secret-value-not-known-here", "--data-dir", data]) == 2
+    err = capsys.readouterr().err
+    assert "that token is not in" in err and "secret-value-not-known-here" not in err
+    assert main(["tokens", "--data-dir", data]) == 0 and "no tokens yet" in capsys.readouterr().out
