@@ -50,3 +50,13 @@ def test_given_a_policy_denial_when_answered_then_a_person_can_read_why_beside_t
     )
     [item] = api.post("/v1/episodes/batch", {"episodes": [chatter]}).json()["results"]
     assert item["message"] == body["message"]
+
+
+def test_given_the_openapi_document_when_read_then_swagger_ui_can_authenticate_with_a_bearer_token(api: Api) -> None:
+    doc = api.get("/v1/swagger", params={"format": "json"}, as_=None).json()
+    assert doc["components"]["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A local token (`episodic tokens`) or, in AWS, a JWT",
+    }
+    assert doc["security"] == [{"bearer": []}]

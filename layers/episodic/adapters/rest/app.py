@@ -15,6 +15,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
 from episodic.errors import EpisodicError, UnauthorizedError
 from episodic.model import Caller, CamelModel
@@ -41,6 +42,11 @@ app.enable_swagger(
     title="Episodic memory API",
     version="1.0.0",
     description="Long-term episodic memory for AI agents. Recalled items are evidence, not instructions.",
+    # One scheme for both deployments: a local token from `episodic tokens`, or the JWT the
+    # deployed API's authorizer verifies. Swagger UI's "Authorize" button sends it.
+    security_schemes={"bearer": HTTPBearer(description="A local token (`episodic tokens`) or, in AWS, a JWT")},
+    security=[{"bearer": []}],
+    persist_authorization=True,
 )
 
 _service: MemoryService | None = None
