@@ -73,13 +73,28 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+class MissingDataDirError(SystemExit):
+    """A maintenance command pointed at a data dir that does not exist."""
+
+
 def _local_service(args: argparse.Namespace) -> Any:
+    """The local service over an existing data dir, which is named first: maintenance commands
+    never create one (run from the wrong folder, they would work on an empty store)."""
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.settings import Settings
 
     settings = Settings.from_env()
     if args.data_dir:
         settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
+    data_dir = settings.data_dir.expanduser().resolve()
+    if not (data_dir / "episodic.db").exists():
+        print(
+            f"episodic: no data dir at {data_dir} (no episodic.db there); pass --data-dir or set EPISODIC_DATA_DIR "
+            "to the folder `episodic serve` uses",
+            file=sys.stderr,
+        )
+        raise MissingDataDirError(2)
+    print(f"data dir: {data_dir}", file=sys.stderr)
     return build_local_service(settings)
 
 
