@@ -131,7 +131,7 @@ class Reads:
             degraded = (*degraded, *widened.degraded)
         items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked]
         recall_id = deps.ids(now)
-        degraded = (*degraded, *self._account(caller, request, query, items, recall_id, now))
+        degraded = (*degraded, *self._account(caller, request, items, recall_id, now))
         return RecallResponse(
             recall_id=recall_id,
             items=items,
@@ -210,14 +210,15 @@ class Reads:
         self,
         caller: Caller,
         request: RecallRequest,
-        query: str | None,
         items: list[RecallItem],
         recall_id: str,
         now: datetime,
     ) -> tuple[str, ...]:
-        """Audit what was served to whom (ids and a query hash, never text), then count the
-        access for relevance decay; returns what could not be done."""
+        """Audit what was served to whom (ids and a hash of the question as asked -- a time
+        phrase included, never text), then count the access for relevance decay; returns what
+        could not be done."""
         returned = [item.episode.event_id for item in items]
+        asked = (request.query or "").strip()
         audit = AuditRecord(
             audit_id=recall_id,
             tenant_id=caller.tenant_id,
@@ -226,7 +227,7 @@ class Reads:
             principal_id=caller.principal_id,
             detail={
                 "eventIds": list(returned),
-                "queryHash": hash_text(query) if query else None,
+                "queryHash": hash_text(asked) if asked else None,
                 "actorScoped": request.actor_id is not None,
             },
         )

@@ -82,6 +82,13 @@ def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_an
     assert response.degraded == []
 
 
+def test_given_a_question_that_is_only_a_time_phrase_when_served_then_its_hash_is_audited(writes, reads, store):
+    writes.remember(AGENT, proposal())
+    reads.recall(AGENT, RecallRequest(query="  what happened yesterday? "))
+    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert records[0].detail["queryHash"] == hash_text("what happened yesterday?")
+
+
 def test_given_no_query_when_recalling_then_nothing_is_embedded_and_the_newest_come_first(
     writes, reads, store, embedder
 ):
