@@ -99,7 +99,7 @@ class Ingestion(Construct):
         data.grant_timeline(ingest.role, write=True)
         data.grant_audit(ingest.role)
         bedrock.grant_invoke(ingest.role, config.titan_model_id)
-        grant_review_access(ingest.role, config, start=True)
+        grant_review_access(ingest.role, config, start=True, answer=False)
         return ingest
 
 

@@ -47,10 +47,11 @@ def review_state_machine_arn(scope: IConstruct, config: StageConfig) -> str:
     )
 
 
-def grant_review_access(role: iam.IRole, config: StageConfig, *, start: bool = False) -> None:
-    """Answering review task tokens (any function that may close a review) and, with ``start``,
-    starting review executions (any function that may write)."""
-    actions = ["states:SendTaskSuccess", "states:SendTaskFailure"]
+def grant_review_access(role: iam.IRole, config: StageConfig, *, start: bool = False, answer: bool = True) -> None:
+    """With ``answer``, answering review task tokens (any function that may close a review);
+    with ``start``, starting review executions (any function that may write). A function that
+    only writes (ingestion, summaries) starts reviews and never answers one."""
+    actions = ["states:SendTaskSuccess", "states:SendTaskFailure"] if answer else []
     if start:
         actions.append("states:StartExecution")
     role.add_to_principal_policy(

@@ -128,7 +128,7 @@ class Workflows(Construct):
         self._data.grant_timeline(made.role, write=True, indexes=[tables.BY_ACTOR.name])
         self._data.grant_audit(made.role)
         bedrock.grant_invoke(made.role, config.titan_model_id, config.summary_model_id)
-        grant_review_access(made.role, config, start=True)
+        grant_review_access(made.role, config, start=True, answer=False)
         return made
 
     def _forget(self, scope: Construct) -> ServiceFunction:

@@ -136,3 +136,17 @@ def test_the_tenant_role_needs_a_tenant_session_tag_and_carries_the_audit_deny(d
     for statement in statements:
         assert statement["Condition"]["StringLike"] == {"aws:RequestTag/tenantId": "?*"}
     assert dev.ref(dev.stack.data.audit_append_only) in role["ManagedPolicyArns"]
+
+
+def test_only_the_functions_that_close_reviews_may_answer_their_task_tokens(dev):
+    answer = {"states:SendTaskSuccess", "states:SendTaskFailure"}
+    answering = {
+        name for name, function in dev.stack.functions.items() if answer & _actions(dev.statements_of(function.role))
+    }
+    starting = {
+        name
+        for name, function in dev.stack.functions.items()
+        if "states:StartExecution" in _actions(dev.statements_of(function.role))
+    }
+    assert answering == {"Api", "ReviewRequests", "ExpireReview"}  # operators decide; the workflow expires
+    assert {"Api", "Ingest", "SummariseActor"} <= starting  # every writer may have to ask for a review
