@@ -115,17 +115,18 @@ class Ranker:
         first = self._relevance([c for c in candidates if c.event_id in episodes], semantic)
         second = None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic)
         weights = self.weights.effective(has_query)
+        compared = any(meaning for _, _, meaning in first.values())  # else no floor on meaning
         items = []
         for event_id in dict.fromkeys([*first, *(second or {})]):
             episode = episodes[event_id]
-            relevance, lexical, meaning = first.get(event_id, (0.0, 0.0, 0.0))
-            again = None
+            relevance, lexical, own_meaning = first.get(event_id, (0.0, 0.0, 0.0))
+            meaning, again = own_meaning, None
             if second is not None:
                 again, _, meaning_again = second.get(event_id, (0.0, 0.0, 0.0))
                 relevance, meaning = (relevance + again) / 2, max(meaning, meaning_again)
             if not has_query:
                 relevance = 0.0
-            elif not self._is_evidence(relevance, meaning, any(c[2] for c in first.values())):
+            elif not self._is_evidence(relevance, meaning, compared):
                 continue
             parts = {
                 "relevance": relevance,
@@ -137,7 +138,7 @@ class Ranker:
             score = sum(weights[k] * v for k, v in parts.items())
             components = ScoreComponents(
                 lexical=round(lexical, 6),
-                semantic=round(first.get(event_id, (0.0, 0.0, 0.0))[2], 6),
+                semantic=round(own_meaning, 6),
                 widened=None if again is None else round(again, 6),
                 weights=weights,
                 **{k: round(v, 6) for k, v in parts.items()},

@@ -46,7 +46,7 @@ from episodic.model import (
     SentenceJudgement,
     SourceTrust,
 )
-from episodic.policy import fields
+from episodic.policy import fields, sensitivity
 from episodic.policy.chatter import ChatterClassifier, default_classifier
 from episodic.policy.instruction_model import default_model
 from episodic.policy.provenance import backed_claims
@@ -81,7 +81,7 @@ class WritePolicy:
 
     def warm_up(self) -> None:
         """Train the chatter classifier and load the detectors now, not on the first write."""
-        from episodic.policy import instructions, memorability, sensitivity
+        from episodic.policy import instructions, memorability
 
         self.chatter  # noqa: B018
         instructions.kinds("warm up")
@@ -222,8 +222,6 @@ def _privacy_for_disclosures(
     caller can give. (No digest repeats it either way: see :mod:`episodic.digests`.)"""
     if p.privacy_class is PrivacyClass.SENSITIVE:
         return p, [], None
-    from episodic.policy import sensitivity  # compiled on first write, like the instruction detectors
-
     kinds = sensitivity.disclosures("\n".join(filter(None, [p.summary, p.outcome])))
     if not kinds:
         return p, [], None

@@ -15,6 +15,7 @@ English patterns only, chosen for precision: a word that is only sometimes sensi
 from __future__ import annotations
 
 import re
+from functools import cache
 
 _KINDS: dict[str, str] = {
     "health": r"""
@@ -59,9 +60,13 @@ _KINDS: dict[str, str] = {
     """,
 }
 
-_PATTERNS = {kind: re.compile(rf"\b(?:{body})", re.IGNORECASE | re.VERBOSE) for kind, body in _KINDS.items()}
+
+@cache
+def _patterns() -> dict[str, re.Pattern[str]]:
+    """Compiled on first use, not at import: a recall-only cold start never needs them."""
+    return {kind: re.compile(rf"\b(?:{body})", re.IGNORECASE | re.VERBOSE) for kind, body in _KINDS.items()}
 
 
 def disclosures(text: str) -> list[str]:
     """The kinds of sensitive disclosure ``text`` makes (sorted), or ``[]``."""
-    return sorted(kind for kind, pattern in _PATTERNS.items() if pattern.search(text))
+    return sorted(kind for kind, pattern in _patterns().items() if pattern.search(text))

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from episodic.citations import cite
-from episodic.digests import digest_privacy, digestible
+from episodic.digests import digestible
 from episodic.model import (
     Caller,
-    Confidence,
     Decision,
     Episode,
     EpisodeProposal,
     EventType,
     ProposedBy,
     RememberResult,
-    Retention,
     Role,
     SourceTrust,
 )
@@ -78,26 +75,16 @@ class Conversations:
         sources = self._session_turns(caller, session_id, request)
         if not sources:
             return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
-        lines = self.summarisation.summariser().summarise(sources, max_lines=3)[:3]
-        if not lines:
-            return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
         users = [t.speaker for t in request.turns if t.role == "user"]
-        expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
-        proposal = EpisodeProposal(
-            event_type=EventType.SESSION_SUMMARY,
-            actor_id=users[0] if users else request.turns[0].speaker,
+        proposal = self.summarisation.summary_proposal(
+            users[0] if users else request.turns[0].speaker,
+            sources,
+            "handoff",
             session_id=session_id,
             project_id=request.project_id,
-            occurred_at=max(e.occurred_at for e in sources),
-            summary="\n".join(lines),
-            source_refs=[cite(e.event_id) for e in sources],
-            source_trust=SourceTrust.TOOL_RESULT,
-            proposed_by=ProposedBy.WORKFLOW,
-            confidence=Confidence.MEDIUM,
-            tags=["handoff"],
-            privacy_class=digest_privacy(sources),
-            retention=Retention(expires_at=min(expiries) if expiries else None),
         )
+        if proposal is None:
+            return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
         system = Caller(
             tenant_id=caller.tenant_id,
             role=Role.AGENT,

@@ -56,11 +56,33 @@ class Summarisation:
         sources = self._sources(caller, actor_id, window_start, window_end)
         if len(sources) <= self.deps.settings.summary_min_events:
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
+        proposal = self.summary_proposal(actor_id, sources, "digest")
+        if proposal is None:
+            raise InvalidRequestError("the summariser found nothing to say about the window", events=len(sources))
+        key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
+        return self.writes.remember(caller, proposal, idempotency_key=key)
+
+    def summary_proposal(
+        self,
+        actor_id: str,
+        sources: list[Episode],
+        tag: str,
+        *,
+        session_id: str | None = None,
+        project_id: str | None = None,
+    ) -> EpisodeProposal | None:
+        """A ``session_summary`` of ``sources`` (at most three lines) citing each of them, or None
+        when the summariser has nothing to say. It repeats its sources, so it is as private as
+        the most private of them and lives no longer than the first of them to expire."""
         lines = self.summariser().summarise(sources, max_lines=3)[:3]
+        if not lines:
+            return None
         expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
-        proposal = EpisodeProposal(
+        return EpisodeProposal(
             event_type=EventType.SESSION_SUMMARY,
             actor_id=actor_id,
+            session_id=session_id,
+            project_id=project_id,
             occurred_at=max(e.occurred_at for e in sources),
             summary="\n".join(lines),
             source_refs=[cite(e.event_id) for e in sources],
@@ -68,14 +90,10 @@ class Summarisation:
             proposed_by=ProposedBy.WORKFLOW,
             confidence=Confidence.MEDIUM,
             importance=max(e.importance for e in sources),
-            tags=["digest"],
-            # A digest repeats its sources: it is as private as the most private of them and
-            # lives no longer than the first of them to expire.
+            tags=[tag],
             privacy_class=digest_privacy(sources),
             retention=Retention(expires_at=min(expiries) if expiries else None),
         )
-        key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
-        return self.writes.remember(caller, proposal, idempotency_key=key)
 
     def _sources(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> list[Episode]:
         """The newest episodes of the window a digest may repeat, up to its cap: pages are read

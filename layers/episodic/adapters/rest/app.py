@@ -91,6 +91,8 @@ def _no_route(_: Exception) -> Response:
     method (405, with ``Allow``), instead of Powertools' own ``{"statusCode", "message"}``."""
     event = app.current_event
     path, method = event.path, event.http_method.upper()
+    # Powertools has no 405 of its own: its route table (private, stable across 3.x, which
+    # pyproject pins) says which methods the path has.
     allowed = sorted(
         {route.method for route in [*app._static_routes, *app._dynamic_routes] if route.rule.match(path)} - {method}
     )
