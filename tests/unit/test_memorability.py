@@ -1,4 +1,4 @@
-"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 and .2, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to .3, issue #12):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 
@@ -66,6 +66,27 @@ def test_given_a_short_plan_or_decision_when_judged_then_it_is_kept_as_a_plan(te
     decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
     assert "not_memorable" not in decision.reasons
     assert any(s.verdict == "memorable" and s.why == "plan" for s in decision.sentences)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("I'll be ready, I'm off that whole weekend.", "time"),
+        ("We're away next week!", "time"),
+        ("Yes, both of us! I need a night out", "preference"),
+        ("We'd rather not.", "preference"),
+    ],
+)
+def test_given_a_short_personal_fact_when_judged_then_few_words_are_enough(text: str, why: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" not in decision.reasons
+    assert any(s.verdict == "memorable" and s.why == why for s in decision.sentences)
+
+
+@pytest.mark.parametrize("text", ["Have a good weekend!", "See you next week x", "I know, right?"])
+def test_given_a_short_pleasantry_with_a_time_or_a_pronoun_when_judged_then_it_stays_chatter(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" in decision.reasons
 
 
 def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is_judged() -> None:

@@ -38,6 +38,11 @@ _PLAN = re.compile(
     re.IGNORECASE,
 )
 """A plan, a booking, a decision or a proposal: "I'll ask him properly", "Owen proposed"."""
+_PREFERENCE = re.compile(
+    r"\b(?:i|we)(?:'d| would| really| do| don't| didn't)? (?:need|want|prefer|hate|can't stand|rather)\b",
+    re.IGNORECASE,
+)
+"""A want, a need or a dislike in the speaker's own words: "I need a night out", "we'd rather not"."""
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.IGNORECASE)
 
 PLEASANTRY_WORDS = frozenset(
@@ -98,7 +103,14 @@ def _judge_sentence(index: int, sentence: str, event_type: str, classifier: Chat
     words = _WORD.findall(sentence)
     content = [w for i, w in enumerate(words) if w.lower() not in PLEASANTRY_WORDS and not _is_vocative(i, words)]
     if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
-        return SentenceVerdict(index, "chatter", "pleasantry" if not content else "too_little_content")
+        if not content:
+            return SentenceVerdict(index, "chatter", "pleasantry")
+        short = _short_personal_fact(sentence)
+        return (
+            SentenceVerdict(index, "memorable", short)
+            if short
+            else SentenceVerdict(index, "chatter", "too_little_content")
+        )
     marks = _fact_marks(sentence, words, content)
     if marks:
         return SentenceVerdict(index, "memorable", marks)
@@ -121,8 +133,20 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "named_thing"
     if _PLAN.search(sentence):
         return "plan"
+    if _PREFERENCE.search(sentence):
+        return "preference"
     if _FIRST_PERSON.search(sentence) and len(content) >= 3:
         return "first_person_statement"
+    return ""
+
+
+def _short_personal_fact(sentence: str) -> str:
+    """Few words can still be a fact about the speaker: where they will be when ("I'm off that
+    whole weekend") or what they want ("I need a night out")."""
+    if _FIRST_PERSON.search(sentence) and _TIME.search(sentence):
+        return "time"
+    if _PREFERENCE.search(sentence):
+        return "preference"
     return ""
 
 
