@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_SPEC)
-	$(BIN)/pip install --quiet -e ".[local,aws,dev,infra]"
+	$(BIN)/pip install --quiet -e ".[local,aws,dev,infra,mcp]"
 	touch $(STAMP)
 
 setup: $(STAMP)

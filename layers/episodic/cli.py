@@ -229,6 +229,24 @@ def _tokens(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    """The memory as MCP tools, over the SDK: to ``--url`` (or EPISODIC_URL, or the local
+    server) with EPISODIC_TOKEN. Only stderr is ours: on stdio, stdout carries the protocol."""
+    import os
+
+    try:
+        from episodic.mcp_server import serve
+    except ImportError as exc:
+        print(
+            f"episodic mcp: the MCP SDK is not installed ({exc}): pip install 'episodic-memory[mcp]'", file=sys.stderr
+        )
+        return 2
+    if not os.environ.get("EPISODIC_TOKEN"):
+        print("episodic mcp: EPISODIC_TOKEN is not set; the service will refuse every call", file=sys.stderr)
+    serve(args.actor, args.url, http=args.http, host=args.host, port=args.port)
+    return 0
+
+
 def _version() -> str:
     """The installed package's version and the write policy's, which decisions are stamped with."""
     from importlib.metadata import PackageNotFoundError, version
@@ -276,6 +294,13 @@ def main(argv: list[str] | None = None) -> int:
     tokens.add_argument("--role", default="agent", choices=("agent", "operator"), help="create: the role")
     tokens.add_argument("--data-dir", default=None, help="default: EPISODIC_DATA_DIR or ./.episodic")
     tokens.set_defaults(func=_tokens)
+    mcp = sub.add_parser("mcp", help="serve the memory as MCP tools (stdio; --http for streamable HTTP)")
+    mcp.add_argument("--actor", default=None, help="who remember_episode writes as (default: EPISODIC_ACTOR)")
+    mcp.add_argument("--url", default=None, help="the service (default: EPISODIC_URL or http://127.0.0.1:8765)")
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="--http: the address to listen on")
+    mcp.add_argument("--port", type=int, default=8766, help="--http: the port")
+    mcp.set_defaults(func=_mcp)
     demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
     demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
     demo.set_defaults(func=_demo)
