@@ -28,7 +28,11 @@ from infra.components.nag import acknowledge
 from infra.components.waf import regional_web_acl
 from infra.config import ApiConfig
 
-PUBLIC_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/swagger")})
+PUBLIC_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/swagger"), ("GET", "/console")})
+"""Routes without the authorizer: liveness, the API description and the operator console's page
+(static; it asks for a token and calls the other routes with it)."""
+UNDOCUMENTED_ROUTES = frozenset({("GET", "/v1/swagger"), ("GET", "/console")})
+"""Routes the handler serves that its OpenAPI document does not list."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # One JSON line per request, with the caller's tenant and principal from the authorizer.
 ACCESS_LOG_FORMAT = {
@@ -48,7 +52,7 @@ ACCESS_LOG_FORMAT = {
 
 
 def api_routes() -> list[tuple[str, str]]:
-    """``(METHOD, path)`` for every route of ``functions.api``, plus the Swagger UI."""
+    """``(METHOD, path)`` for every route of ``functions.api``, plus the Swagger UI and the console."""
     from functions.api import app
 
     schema = app.get_openapi_schema()
@@ -58,7 +62,7 @@ def api_routes() -> list[tuple[str, str]]:
         for method in item.model_dump(exclude_none=True)
         if method in {"get", "put", "post", "delete", "patch"}
     }
-    return sorted(routes | {("GET", "/v1/swagger")})
+    return sorted(routes | UNDOCUMENTED_ROUTES)
 
 
 class RestApi(Construct):
@@ -183,7 +187,8 @@ class RestApi(Construct):
                     method,
                     (
                         "AwsSolutions-APIG4",
-                        f"{verb} {path} is public by design: liveness and the API description carry no tenant data.",
+                        f"{verb} {path} is public by design: liveness, the API description and the console's "
+                        "static page carry no tenant data.",
                     ),
                 )
         return methods

@@ -25,6 +25,7 @@ from episodic.model import (
     EventType,
     ForgetReport,
     Health,
+    OperatorOverview,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -54,6 +55,7 @@ from episodic.usecases.conversations import Conversations
 from episodic.usecases.deps import Deps, SystemClock
 from episodic.usecases.erasure import Erasure
 from episodic.usecases.feedback import Feedback
+from episodic.usecases.overview import Overview
 from episodic.usecases.reads import Reads
 from episodic.usecases.reviews import Reviews
 from episodic.usecases.summarisation import Summarisation
@@ -134,6 +136,7 @@ class MemoryService:
         self.reviews = Reviews(self.deps, self.writes)
         self.summarisation = Summarisation(self.deps, self.reads, self.writes)
         self.admin = Admin(self.deps)
+        self.overviews = Overview(self.deps)
         self.conversations = Conversations(self.deps, self.reads, self.writes, self.summarisation)
         self._closers = list(closers)
 
@@ -265,6 +268,10 @@ class MemoryService:
 
     def health(self) -> Health:
         return self.admin.health()
+
+    def overview(self, caller: Caller, days: int = 14) -> OperatorOverview:
+        """The tenant at a glance for the operator console (see :mod:`episodic.usecases.overview`)."""
+        return self.overviews.overview(caller, days)
 
     def reembed(self, batch_size: int = 256, progress: Callable[[int], Any] | None = None) -> int:
         return self.admin.reembed(batch_size, progress)

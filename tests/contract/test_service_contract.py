@@ -397,3 +397,16 @@ def test_given_a_recalled_conversation_turn_when_it_has_neighbours_then_they_com
     assert context.count("same_session_turn:") == 2 and "PT509999990" in context
     quiet = service.recall(AGENT, request.model_copy(update={"neighbours": 0})).items[0]
     assert quiet.neighbours == []
+
+
+def test_given_writes_and_recalls_when_the_operator_overview_is_asked_then_both_backends_count_alike(service):
+    service.remember(AGENT, proposal())
+    service.remember(AGENT, proposal(summary="ok thanks!", eventType="conversation_turn"))
+    service.remember(OTHER_TENANT_AGENT, proposal())
+    service.recall(AGENT, RecallRequest(query="invoices"))
+    overview = service.overview(OPERATOR, days=3)
+    assert {d.label: d.count for d in overview.decisions} == {"allowed": 1, "denied: not_memorable": 1}
+    assert sum(r.count for r in overview.recalls) == 1
+    assert overview.active_episodes == 1 == sum(b.count for b in overview.retention)
+    with pytest.raises(ForbiddenError):
+        service.overview(AGENT)

@@ -15,7 +15,7 @@ from infra.config import stage_config
 # Every rule acknowledged anywhere, so a new acknowledgement is a deliberate, reviewed change.
 ACKNOWLEDGED = {
     "AwsSolutions-APIG3",  # WAF off in dev (a context setting)
-    "AwsSolutions-APIG4",  # GET /v1/health and GET /v1/swagger are public
+    "AwsSolutions-APIG4",  # GET /v1/health, GET /v1/swagger and GET /console are public
     "AwsSolutions-COG4",  # a Lambda JWT authorizer, not Cognito
     "AwsSolutions-IAM4",  # API Gateway's account CloudWatch role
     "AwsSolutions-IAM5",  # X-Ray/ListStreams/log delivery '*', archive prefix, domain paths, inference profile regions

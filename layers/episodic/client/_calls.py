@@ -24,6 +24,7 @@ from episodic.model import (
     EpisodeProposal,
     ErasureResult,
     Health,
+    OperatorOverview,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -189,11 +190,13 @@ def decide_review(review_id: str, approve: bool, note: str | None) -> Call[Revie
     return Call("POST", f"/v1/reviews/{_segment(review_id)}/decision", _model(ReviewView), json=body)
 
 
-def audit(event_id: str | None, action: str | None, limit: int, cursor: str | None) -> Call[AuditPage]:
+def audit(
+    event_id: str | None, action: str | None, limit: int, cursor: str | None, since: datetime | None = None
+) -> Call[AuditPage]:
     def read(status: int, body: Any) -> AuditPage:
         return AuditPage([AuditRecord.model_validate(r) for r in body["items"]], body.get("nextCursor"))
 
-    params = _query({"eventId": event_id, "action": action, "limit": limit, "cursor": cursor})
+    params = _query({"eventId": event_id, "action": action, "since": since, "limit": limit, "cursor": cursor})
     return Call("GET", "/v1/audit", read, params=params)
 
 
@@ -204,6 +207,10 @@ def set_writes(enabled: bool, reason: str | None) -> Call[WritesStatus]:
 
 def writes_status() -> Call[WritesStatus]:
     return Call("GET", "/v1/admin/writes", _model(WritesStatus))
+
+
+def overview(days: int) -> Call[OperatorOverview]:
+    return Call("GET", "/v1/admin/overview", _model(OperatorOverview), params={"days": days})
 
 
 def health() -> Call[Health]:

@@ -18,6 +18,7 @@ from episodic.model import (
     EpisodeProposal,
     ErasureResult,
     Health,
+    OperatorOverview,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -156,14 +157,23 @@ class AsyncClient:
         return await self._send(calls.decide_review(review_id, approve, note))
 
     async def audit(
-        self, *, event_id: str | None = None, action: str | None = None, limit: int = 100, cursor: str | None = None
+        self,
+        *,
+        event_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
     ) -> calls.AuditPage:
-        return await self._send(calls.audit(event_id, action, limit, cursor))
+        """One page of the audit trail, oldest first (from ``since`` when given)."""
+        return await self._send(calls.audit(event_id, action, limit, cursor, since))
 
-    async def iter_audit(self, *, event_id: str | None = None, action: str | None = None) -> AsyncIterator[AuditRecord]:
+    async def iter_audit(
+        self, *, event_id: str | None = None, action: str | None = None, since: datetime | None = None
+    ) -> AsyncIterator[AuditRecord]:
         cursor = None
         while True:
-            page = await self.audit(event_id=event_id, action=action, cursor=cursor)
+            page = await self.audit(event_id=event_id, action=action, since=since, cursor=cursor)
             for record in page.items:
                 yield record
             cursor = page.next_cursor
@@ -172,6 +182,10 @@ class AsyncClient:
 
     async def set_writes(self, enabled: bool, reason: str | None = None) -> WritesStatus:
         return await self._send(calls.set_writes(enabled, reason))
+
+    async def overview(self, days: int = 14) -> OperatorOverview:
+        """The tenant at a glance: decisions by reason and recalls per day, retention, what is due."""
+        return await self._send(calls.overview(days))
 
     async def writes_status(self) -> WritesStatus:
         return await self._send(calls.writes_status())

@@ -18,6 +18,7 @@ from episodic.model import (
     EpisodeProposal,
     ErasureResult,
     Health,
+    OperatorOverview,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -153,14 +154,23 @@ class Client:
         return self._send(calls.decide_review(review_id, approve, note))
 
     def audit(
-        self, *, event_id: str | None = None, action: str | None = None, limit: int = 100, cursor: str | None = None
+        self,
+        *,
+        event_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
     ) -> calls.AuditPage:
-        return self._send(calls.audit(event_id, action, limit, cursor))
+        """One page of the audit trail, oldest first (from ``since`` when given)."""
+        return self._send(calls.audit(event_id, action, limit, cursor, since))
 
-    def iter_audit(self, *, event_id: str | None = None, action: str | None = None) -> Iterator[AuditRecord]:
+    def iter_audit(
+        self, *, event_id: str | None = None, action: str | None = None, since: datetime | None = None
+    ) -> Iterator[AuditRecord]:
         cursor = None
         while True:
-            page = self.audit(event_id=event_id, action=action, cursor=cursor)
+            page = self.audit(event_id=event_id, action=action, since=since, cursor=cursor)
             yield from page.items
             cursor = page.next_cursor
             if cursor is None:
@@ -168,6 +178,10 @@ class Client:
 
     def set_writes(self, enabled: bool, reason: str | None = None) -> WritesStatus:
         return self._send(calls.set_writes(enabled, reason))
+
+    def overview(self, days: int = 14) -> OperatorOverview:
+        """The tenant at a glance: decisions by reason and recalls per day, retention, what is due."""
+        return self._send(calls.overview(days))
 
     def writes_status(self) -> WritesStatus:
         return self._send(calls.writes_status())

@@ -72,3 +72,48 @@ class SweepReport(CamelModel):
     def __bool__(self) -> bool:
         """True when the sweep did something (so quiet ticks are not logged)."""
         return bool(self.expired or self.reviews_timed_out)
+
+
+class DayCount(CamelModel):
+    """How many of something happened on one UTC day (``label`` says what)."""
+
+    day: str
+    label: str
+    count: int
+
+
+class ScoreBucket(CamelModel):
+    """Episodes whose retention score lies in ``[low, high)`` (the last bucket includes 10)."""
+
+    low: float
+    high: float
+    count: int
+
+
+class DueEpisode(CamelModel):
+    """An episode that will leave recall unless something changes: its retention ends
+    (``expires``, at ``due_at``) or its score has decayed below the threshold (``decays``, at the
+    next decay sweep)."""
+
+    event_id: str
+    actor_id: str
+    event_type: str
+    why: Literal["expires", "decays"]
+    due_at: UtcDatetime | None
+    retention_score: float
+
+
+class OperatorOverview(CamelModel):
+    """One tenant at a glance, for the operator console: write decisions by reason and recalls
+    per day, the retention score distribution of active episodes, and what is due to go.
+    ``truncated`` says a scan stopped at its cap (the figures then cover the newest part)."""
+
+    since: UtcDatetime
+    until: UtcDatetime
+    decisions: list[DayCount]
+    recalls: list[DayCount]
+    retention: list[ScoreBucket]
+    due: list[DueEpisode]
+    active_episodes: int
+    pending_reviews: int
+    truncated: bool

@@ -25,7 +25,7 @@ from aws_lambda_powertools import Logger
 
 from episodic.adapters.local.tokens import TokenBook
 
-PUBLIC_PATHS = ("/v1/health", "/v1/swagger")
+PUBLIC_PATHS = ("/v1/health", "/v1/swagger", "/console")
 MAX_BODY_BYTES = 1_048_576
 SOCKET_TIMEOUT_SECONDS = 30
 DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES

@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from episodic.adapters.rest import routes  # noqa: F401  (registers the routes on the app)
+from episodic.adapters.rest import console, routes  # noqa: F401  (registers the routes on the app)
 from episodic.adapters.rest.app import app, logger
 
 JSON_MEDIA_TYPES = ("application/json", "application/problem+json")

@@ -22,6 +22,7 @@ from episodic.model import (
     ErasureResult,
     EventType,
     Health,
+    OperatorOverview,
     RecallRequest,
     RecallResponse,
     RememberResult,
@@ -263,11 +264,12 @@ class AuditPage(CamelModel):
 def get_audit(
     event_id: Annotated[str | None, Query(alias="eventId")] = None,
     action: Annotated[str | None, Query()] = None,
+    since: Annotated[UtcDatetime | None, Query(description="Only records at or after this time")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> AuditPage:
     items, next_cursor = get_service().audit(
-        current_caller(), event_id=event_id, action=action, limit=limit, cursor=cursor
+        current_caller(), event_id=event_id, action=action, since=since, limit=limit, cursor=cursor
     )
     return AuditPage(items=items, next_cursor=next_cursor)
 
@@ -289,6 +291,17 @@ def put_writes(request: Annotated[WritesRequest, Body()]) -> WritesStatus:
 @app.get("/v1/admin/writes", responses=errors(401), summary="Whether writes are enabled for this tenant")
 def get_writes() -> WritesStatus:
     return get_service().writes_status(current_caller().tenant_id)
+
+
+@app.get(
+    "/v1/admin/overview",
+    responses=errors(401, 403, 422),
+    summary="The tenant at a glance (operator): decisions by reason and recalls per day, retention, what is due",
+)
+def get_overview(
+    days: Annotated[int, Query(ge=1, le=90, description="How many days back the daily series reach")] = 14,
+) -> OperatorOverview:
+    return get_service().overview(current_caller(), days)
 
 
 @app.get("/v1/health", responses=errors(), summary="Liveness and configuration (no authentication)")
