@@ -40,7 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
     service.policy.warm_up()  # the classifiers and detectors before the first request
     host, port = args.host or settings.host, settings.port if args.port is None else args.port
     try:
-        server = create_server(host, port, tokens, rest.handler)
+        server = create_server(host, port, tokens, rest.handler, request_log=sys.stderr)
     except OSError as exc:
         print(f"episodic: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 2
@@ -159,11 +159,10 @@ def _eval(args: argparse.Namespace) -> int:
     import json
     import tempfile
 
-    from aws_lambda_powertools import Logger
-
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.notifier import LogReviewNotifier
     from episodic.evaluation import SUITE_NOW, ManualClock, check_thresholds, run_suite
+    from episodic.logs import service_logger
     from episodic.settings import Settings
 
     suite = Path(args.suite)
@@ -174,7 +173,7 @@ def _eval(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="episodic-eval-") as tmp:
         print("running the evaluation suite against a fresh local service (real model) ...", flush=True)
         service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
-        service.notifier = LogReviewNotifier(Logger(service="episodic-review", level="WARNING"))  # a quiet table
+        service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))  # a quiet table
         metrics = run_suite(service, clock, suite)
         service.close()
         conversations = suite / "conversations" / "test"
@@ -207,7 +206,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _tokens(args: argparse.Namespace) -> int:
     """The local bearer tokens: list them, create one, rotate one (the server reads the file
-    when it starts; EPISODIC_TOKENS, when set, overrides the file)."""
+    when it starts; EPISODIC_TOKENS, when set, overrides the file); or a test JWT for AWS."""
+    if args.action == "jwt":
+        return _jwt(args)
     from episodic.adapters.local.tokens import create_token, listed_tokens, rotate_token, token_file
     from episodic.settings import Settings
 
@@ -226,6 +227,36 @@ def _tokens(args: argparse.Namespace) -> int:
         return 2
     if args.action != "list":
         print("restart `episodic serve` for the change to take effect", file=sys.stderr)
+    return 0
+
+
+def _jwt(args: argparse.Namespace) -> int:
+    """A short-lived HS256 JWT for the deployed API's authorizer, signed with the stack's secret."""
+    import os
+
+    from episodic.adapters.aws.jwt_tokens import TokenClaims, mint, secret_from_aws, stage_auth
+
+    auth = stage_auth(Path("cdk.json"))
+    issuer, audience = args.issuer or auth.get("issuer"), args.audience or auth.get("audience")
+    if not issuer or not audience:
+        print("episodic tokens jwt: give --issuer and --audience (or run it where cdk.json is)", file=sys.stderr)
+        return 2
+    try:
+        secret = os.environ.get("EPISODIC_JWT_SECRET") or (secret_from_aws(args.secret_id) if args.secret_id else "")
+        if not secret:
+            print("episodic tokens jwt: give --secret-id (the JwtSecretArn stack output) or EPISODIC_JWT_SECRET",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        claims = TokenClaims(args.tenant, args.role, args.subject, issuer, audience, args.hours,
+                             auth.get("tenantClaim", "tenantId"), auth.get("roleClaim", "role"))  # fmt: skip
+        print(mint(claims, secret))
+    except ValueError as exc:
+        print(f"episodic tokens jwt: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"valid {args.hours:g} h for tenant {args.tenant} as {args.role} (iss {issuer}, aud {audience})",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -263,6 +294,9 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="episodic", description="Long-term episodic memory for AI agents.")
     parser.add_argument("--version", action="version", version=f"episodic {_version()}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log lines (to stderr): -v for INFO, -vv for DEBUG"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the service on the embedded local backend")
     serve.add_argument("--host", help="default: EPISODIC_HOST or 127.0.0.1")
@@ -287,12 +321,17 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.set_defaults(func=_eval)
     # `bench` has its own options (--full, --writes, --sizes, --out): its parser handles them.
     sub.add_parser("bench", help="measure throughput, latency, cold starts; write BENCHMARKS.md", add_help=False)
-    tokens = sub.add_parser("tokens", help="list, create or rotate the local server's bearer tokens")
-    tokens.add_argument("action", choices=("list", "create", "rotate"), nargs="?", default="list")
+    tokens = sub.add_parser("tokens", help="list, create or rotate local bearer tokens; mint a test JWT for AWS")
+    tokens.add_argument("action", choices=("list", "create", "rotate", "jwt"), nargs="?", default="list")
     tokens.add_argument("token", nargs="?", help="rotate: the token to replace")
     tokens.add_argument("--tenant", default="demo", help="create: the tenant (default: demo)")
     tokens.add_argument("--role", default="agent", choices=("agent", "operator"), help="create: the role")
     tokens.add_argument("--data-dir", default=None, help="default: EPISODIC_DATA_DIR or ./.episodic")
+    tokens.add_argument("--secret-id", help="jwt: the stack's JwtSecretArn (or set EPISODIC_JWT_SECRET)")
+    tokens.add_argument("--issuer", help="jwt: default: cdk.json's auth.issuer")
+    tokens.add_argument("--audience", help="jwt: default: cdk.json's auth.audience")
+    tokens.add_argument("--subject", default="episodic-cli", help="jwt: the caller's principal id")
+    tokens.add_argument("--hours", type=float, default=1.0, help="jwt: how long it is valid (at most 24)")
     tokens.set_defaults(func=_tokens)
     mcp = sub.add_parser("mcp", help="serve the memory as MCP tools (stdio; --http for streamable HTTP)")
     mcp.add_argument("--actor", default=None, help="who remember_episode writes as (default: EPISODIC_ACTOR)")
@@ -310,7 +349,18 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench_main(argv[1:])
     args = parser.parse_args(argv)
+    _quiet_logs(args.verbose)
     return int(args.func(args))
+
+
+def _quiet_logs(verbosity: int) -> None:
+    """Logs to stderr at WARNING (``-v`` for more), so stdout holds only what the command says."""
+    import os
+
+    from episodic.logs import cli_level, to_stderr
+
+    to_stderr()
+    os.environ["POWERTOOLS_LOG_LEVEL"] = cli_level(verbosity, dict(os.environ))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import tempfile
 import textwrap
 import threading
@@ -23,10 +24,16 @@ from typing import Any
 
 
 class _Client:
-    def __init__(self, base: str, token: str) -> None:
-        self.base, self.token = base, token
+    """Plays one caller; prints each request it makes (the body shortened) before the answer."""
+
+    def __init__(self, base: str, token: str, who: str) -> None:
+        self.base, self.token, self.who = base, token, who
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if isinstance(body, dict):  # what the step is about first: the text proposed or asked
+            body = {k: body[k] for k in ("summary", "query") if k in body} | body
+        sent = "" if body is None else "  " + _shorten(json.dumps(body, ensure_ascii=False))
+        print(f"   {self.who:<8} {method} {path}{sent}")
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.token}")
@@ -36,6 +43,10 @@ class _Client:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
+
+
+def _shorten(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _step(title: str) -> None:
@@ -48,19 +59,26 @@ def _show(status: int, body: Any, keys: tuple[str, ...] = ()) -> None:
 
 
 def run_demo(data_dir: Path | None = None) -> int:
+    """The tour over ``data_dir`` (kept afterwards), or over a temporary folder that is removed."""
+    temporary = data_dir is None
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="episodic-demo-"))
     if data_dir.exists() and any(data_dir.iterdir()):
         print(f"episodic demo: {data_dir} is not empty; give a fresh folder")
         return 2
     print(f"episodic demo -- data dir {data_dir}\nloading the embedding model (all-MiniLM-L6-v2, offline)...")
-    with _serving(data_dir) as (agent, operator):
-        tour = _Tour(agent, operator, datetime.now(UTC))
-        tour.write_decisions()
-        tour.review()
-        tour.recall()
-        tour.correct_and_erase()
-        tour.audit()
-    print("\nDone. Start the service with `make run` and point an agent at it.")
+    try:
+        with _serving(data_dir) as (agent, operator):
+            tour = _Tour(agent, operator, datetime.now(UTC))
+            tour.write_decisions()
+            tour.review()
+            tour.recall()
+            tour.correct_and_erase()
+            tour.audit()
+    finally:
+        if temporary:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    kept = "removed the temporary data dir" if temporary else f"the data dir {data_dir} is kept"
+    print(f"\nDone ({kept}). Start the service with `make run` and point an agent at it.")
     return 0
 
 
@@ -68,25 +86,24 @@ def run_demo(data_dir: Path | None = None) -> int:
 def _serving(data_dir: Path) -> Iterator[tuple[_Client, _Client]]:
     """The local server on a free port over ``data_dir``, with an agent's and an operator's
     client; everything it opened is closed on the way out."""
-    from aws_lambda_powertools import Logger
-
     from episodic.adapters import rest
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.notifier import LogReviewNotifier
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
+    from episodic.logs import service_logger
     from episodic.settings import Settings
 
     agent_token, operator_token = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
     tokens = TokenBook(parse_tokens(f"{agent_token}=demo:agent,{operator_token}=demo:operator"), "demo")
     with build_local_service(Settings(data_dir=data_dir)) as service:
-        service.notifier = LogReviewNotifier(Logger(service="episodic-review", level="WARNING"))  # a readable tour
+        service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))  # a readable tour
         rest.set_service(service)
         server = create_server("127.0.0.1", 0, tokens, rest.handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_address[1]}"
         try:
-            yield _Client(base, agent_token), _Client(base, operator_token)
+            yield _Client(base, agent_token, "agent"), _Client(base, operator_token, "operator")
         finally:
             server.shutdown()
             server.server_close()

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_lambda_powertools import Logger
-
 from episodic.errors import StorageError
+from episodic.logs import service_logger
 from episodic.model import Episode
 from episodic.ports import Summariser
 
-logger = Logger(service="episodic-summaries")
+logger = service_logger("episodic-summaries")
 
 
 class GroundedFallbackSummariser:

@@ -18,15 +18,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
+from episodic.logs import service_logger
 from episodic.model import Episode, Review, ReviewStatus
 from episodic.ports import ReviewTokens
 
 STALE_TOKEN_ERRORS = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
 
-logger = Logger(service="episodic-review")
+logger = service_logger("episodic-review")
 
 
 def review_view(review: Review, episode: Episode) -> dict[str, Any]:

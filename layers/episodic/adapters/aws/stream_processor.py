@@ -25,7 +25,6 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from ulid import ULID
 
@@ -33,12 +32,13 @@ from episodic.adapters.aws.tables import EPISODE_SK
 from episodic.adapters.codec import plain_numbers, unpack_vector
 from episodic.errors import ConflictError
 from episodic.expiry import archived_on_expiry, expiry_detail
+from episodic.logs import service_logger
 from episodic.model import AuditRecord, Episode
 from episodic.ports import Changes, ColdArchive, EpisodeStore, RecallProjection
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 
-logger = Logger(service="episodic-stream")
+logger = service_logger("episodic-stream")
 
 
 class PoisonRecordError(ValueError):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
+from episodic.logs import service_logger
 from episodic.model import Episode, Review
 
 
 class LogReviewNotifier:
     def __init__(self, logger: Logger | None = None) -> None:
-        self.logger = logger or Logger(service="episodic-review")
+        self.logger = logger or service_logger("episodic-review")
 
     def review_requested(self, review: Review, episode: Episode) -> None:
         self.logger.info(

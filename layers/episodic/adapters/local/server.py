@@ -14,23 +14,24 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
 
-from aws_lambda_powertools import Logger
-
 from episodic.adapters.local.tokens import TokenBook
+from episodic.logs import service_logger
 
 PUBLIC_PATHS = ("/v1/health", "/v1/swagger", "/console")
 MAX_BODY_BYTES = 1_048_576
 SOCKET_TIMEOUT_SECONDS = 30
 DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
 
-logger = Logger(service="episodic-server")
+logger = service_logger("episodic-server")
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -110,6 +111,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+        self._log_request(status)
+
+    def _log_request(self, status: int) -> None:
+        """One line per request when the server keeps a request log: time, method, path (never
+        the query string, which can carry a search), status and how long it took."""
+        log = self.server.request_log
+        if log is None:
+            return
+        took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        log.write(f"{now} {self.command} {urlsplit(self.path).path} {status} {took:.1f}ms\n")
+        log.flush()
 
     def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
         headers = {"Content-Type": "application/json", **(extra or {})}
@@ -163,6 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         return {"principalId": caller.principal_id, "tenantId": caller.tenant_id, "role": caller.role.value}
 
     def _dispatch(self) -> None:
+        self._started = time.perf_counter()
         length = self._body_length()
         if length is None:
             return
@@ -238,11 +252,17 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     """The listen backlog: the default of 5 resets connections when a burst of clients connect at once."""
 
-    def __init__(self, address: tuple[str, int], tokens: TokenBook, lambda_handler: LambdaHandler) -> None:
+    def __init__(
+        self, address: tuple[str, int], tokens: TokenBook, lambda_handler: LambdaHandler, request_log: TextIO | None
+    ) -> None:
         self.tokens = tokens
         self.lambda_handler = lambda_handler
+        self.request_log = request_log
         super().__init__(address, _Handler)
 
 
-def create_server(host: str, port: int, tokens: TokenBook, lambda_handler: LambdaHandler) -> ThreadingHTTPServer:
-    return _Server((host, port), tokens, lambda_handler)
+def create_server(
+    host: str, port: int, tokens: TokenBook, lambda_handler: LambdaHandler, request_log: TextIO | None = None
+) -> ThreadingHTTPServer:
+    """The local HTTP server; ``request_log`` (``episodic serve`` passes stderr) gets one line per request."""
+    return _Server((host, port), tokens, lambda_handler, request_log)

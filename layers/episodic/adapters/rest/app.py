@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
 from episodic.errors import EpisodicError, UnauthorizedError
+from episodic.logs import service_logger
 from episodic.model import Caller, CamelModel
 from episodic.service import MemoryService
 
-logger = Logger(service="episodic-api")
+logger = service_logger("episodic-api")
 
 
 def _read_json(body: str) -> Any:

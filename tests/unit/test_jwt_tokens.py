@@ -1,0 +1,58 @@
+"""``episodic tokens jwt`` (issue #13): a test JWT that the deployed authorizer's own verifier
+accepts, signed with the stack's secret from Secrets Manager (moto) or from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from episodic.adapters.aws.jwt_tokens import TokenClaims, mint, stage_auth
+from episodic.cli import main
+from functions.authorizer import TokenRules, UnauthorizedError, Verifier
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "s" * 64
+
+
+def verifier(secret: str = SECRET) -> Verifier:
+    auth = stage_auth(ROOT / "cdk.json")
+    return Verifier(TokenRules("HS256", auth["issuer"], auth["audience"]), lambda _token: secret)
+
+
+def test_given_the_cdk_context_when_minted_then_the_authorizer_accepts_the_tenant_and_role(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("EPISODIC_JWT_SECRET", SECRET)
+    assert main(["tokens", "jwt", "--tenant", "acme", "--role", "operator", "--subject", "ana"]) == 0
+    token = capsys.readouterr().out.strip()
+    assert verifier().caller(f"Bearer {token}") == {"tenantId": "acme", "role": "operator", "principalId": "ana"}
+
+
+def test_given_the_secret_in_secrets_manager_when_minted_then_it_is_read_from_there(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("EPISODIC_JWT_SECRET", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        arn = boto3.client("secretsmanager").create_secret(Name="jwt", SecretString=SECRET)["ARN"]
+        assert main(["tokens", "jwt", "--tenant", "acme", "--secret-id", arn]) == 0
+    token = capsys.readouterr().out.strip()
+    assert verifier().caller(f"Bearer {token}")["role"] == "agent"
+
+
+def test_given_another_secret_when_verified_then_the_authorizer_refuses_the_token():
+    auth = stage_auth(ROOT / "cdk.json")
+    token = mint(TokenClaims("acme", "agent", "ana", auth["issuer"], auth["audience"]), "x" * 64)
+    with pytest.raises(UnauthorizedError, match="InvalidSignatureError"):
+        verifier().caller(f"Bearer {token}")
+
+
+def test_given_no_secret_or_a_long_life_when_asked_then_the_cli_says_what_to_give(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("EPISODIC_JWT_SECRET", raising=False)
+    assert main(["tokens", "jwt", "--tenant", "acme"]) == 2
+    assert "--secret-id" in capsys.readouterr().err
+    monkeypatch.setenv("EPISODIC_JWT_SECRET", SECRET)
+    assert main(["tokens", "jwt", "--tenant", "acme", "--hours", "720"]) == 2
+    assert "24 hours" in capsys.readouterr().err
