@@ -96,6 +96,7 @@ def page(tmp_path):
             str(tmp_path / "chromium-profile"),
             executable_path=str(CHROMIUM),
             headless=True,
+            viewport={"width": 1280, "height": 900},
             args=[
                 "--headless",
                 "--no-sandbox",
@@ -118,6 +119,15 @@ def page(tmp_path):
             browser.close()
 
 
+def screenshot(page, name: str) -> None:
+    """What the browser shows, as a PNG: always taken (a blank page fails here), and written to
+    ``docs/`` when ``EPISODIC_SCREENSHOTS=docs`` (how the README's pictures are made)."""
+    image = page.screenshot(full_page=True)
+    assert image[:8] == b"\x89PNG\r\n\x1a\n" and len(image) > 10_000
+    if os.environ.get("EPISODIC_SCREENSHOTS") == "docs":
+        (ROOT / "docs" / name).write_bytes(image)
+
+
 def sign_in(page, base: str, token: str) -> None:
     page.goto(f"{base}/console")
     page.fill("#token", token)
@@ -138,6 +148,7 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
 
     # Overview: the pictures are drawn from this tenant's own figures.
     page.wait_for_selector("#chart-decisions svg rect")
+    screenshot(page, "console-overview.png")
     assert page.text_content("#stats").startswith("2active episodes")  # the held write is not active
     assert page.text_content("#review-count") == "1"
 
@@ -152,6 +163,7 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     detail = page.text_content("#detail")
     assert "ticket:INV-7" in detail and "tool_result" in detail and "allowed" in detail
     assert "episode.written" in detail  # its audit trail
+    screenshot(page, "console-episode.png")
 
     # Search ranks by words (recall) in the same scope.
     page.fill("#filters input[name=query]", "how are Porto invoices sent?")

@@ -172,7 +172,7 @@ function barChart(columns, labels, { width = 420, height = 160 } = {}) {
   const colors = Object.fromEntries(labels.map((label, i) => [label, PALETTE[i % PALETTE.length]]));
   const top = Math.max(1, ...columns.map((c) => c.values.reduce((sum, v) => sum + v.count, 0)));
   const pad = 24, barWidth = (width - pad) / Math.max(1, columns.length);
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height + 16}`, width: "100%", role: "img" });
+  const chart = svg("svg", { viewBox: `0 0 ${width + 24} ${height + 16}`, width: "100%", role: "img" });
   chart.append(svg("text", { x: 0, y: 10 }, String(top)), svg("text", { x: 0, y: height }, "0"));
   columns.forEach((column, i) => {
     let y = height;
