@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # jsii (under aws-cdk-lib) warns on every start that this machine's Node 20 is past its end of life.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: setup run demo test test-fuzz test-fast lint typecheck eval bench bench-recall bench-load policy-model synth layer clean
+.PHONY: setup run run-aws-local demo test test-fuzz test-fast lint typecheck eval bench bench-recall bench-load policy-model synth layer clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ setup: $(STAMP)
 
 run: setup  ## start the service on the embedded local backend (http://127.0.0.1:8765)
 	$(BIN)/episodic serve
+
+run-aws-local: setup  ## the AWS backend (DynamoDB, S3, the stream function) over moto's server on loopback, in memory
+	$(BIN)/episodic serve --backend aws-local
 
 demo: setup  ## a scripted scenario against a fresh data dir
 	$(BIN)/episodic demo

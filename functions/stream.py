@@ -10,15 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
+from episodic.adapters.aws.stream_processor import TimelineStreamProcessor, process_batch
 
 logger = Logger(service="episodic-stream")
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 _stream_processor: TimelineStreamProcessor | None = None
 
@@ -40,12 +37,6 @@ def set_stream_processor(stream_processor: TimelineStreamProcessor | None) -> No
     _stream_processor = stream_processor
 
 
-def record_handler(record: DynamoDBRecord) -> str:
-    outcome = get_stream_processor().process(record)
-    logger.info("stream record", outcome=outcome, event_name=str(record.event_name), stream_event_id=record.event_id)
-    return outcome
-
-
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return process_batch(event, get_stream_processor(), context)

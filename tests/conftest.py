@@ -84,7 +84,12 @@ def service(request, tmp_path, minilm, clock) -> Iterator[MemoryService]:
     applies TTL and has no OpenSearch: TTL removals are tested with recorded stream events,
     and recall here uses the DynamoDB-only scoped index).
     """
-    if request.param == "local":
+    yield from service_on(request.param, request, tmp_path, minilm, clock)
+
+
+def service_on(backend: str, request, tmp_path, minilm, clock) -> Iterator[MemoryService]:
+    """The body of :func:`service` for one backend (``tests/contract`` adds a third)."""
+    if backend == "local":
         svc = build_local_service(Settings(data_dir=tmp_path / "data"), embedder=minilm, clock=clock)
         yield svc
         svc.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +16,6 @@ if TYPE_CHECKING:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from episodic.adapters import rest
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.adapters.local.server import Scheduler, create_server
     from episodic.adapters.local.tokens import load_tokens
     from episodic.settings import Settings
 
@@ -32,7 +31,29 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"episodic: {exc}", file=sys.stderr)
         return 2
-    service = build_local_service(settings)
+    with _backend(args.backend, settings) as (service, where):
+        return _run_server(args, settings, tokens, service, where)
+
+
+@contextmanager
+def _backend(name: str, settings: Any) -> Iterator[tuple[Any, str]]:
+    """The service ``episodic serve`` runs, and a line saying where its data lives."""
+    if name == "aws-local":
+        from episodic.adapters.aws.on_laptop import aws_on_laptop
+
+        with aws_on_laptop(settings) as (service, _poller, endpoint):
+            yield service, f"AWS backend on moto at {endpoint}, in memory: gone when this stops"
+        return
+    from episodic.adapters.local.bootstrap import build_local_service
+
+    with build_local_service(settings) as service:
+        yield service, f"data: {settings.data_dir.resolve()}"
+
+
+def _run_server(args: argparse.Namespace, settings: Any, tokens: Any, service: Any, where: str) -> int:
+    from episodic.adapters import rest
+    from episodic.adapters.local.server import Scheduler, create_server
+
     rest.set_service(service)
     warm = getattr(service.embedder, "warm_up", None)
     if warm is not None:
@@ -53,8 +74,8 @@ def _serve(args: argparse.Namespace) -> int:
     )
     scheduler.start()
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    print(f"episodic memory service on http://{host}:{port}  (data: {settings.data_dir.resolve()})")
-    print(f"  API docs: http://{host}:{port}/v1/swagger   health: http://{host}:{port}/v1/health")
+    print(f"episodic memory service on http://{host}:{port}  ({where})")
+    print(f"  API docs: http://{host}:{port}/v1/swagger   console: http://{host}:{port}/console")
     if tokens.created:
         print(f"  created {tokens.source} with two tokens for tenant 'demo' (keep them secret):")
         for token, caller in tokens.tokens.items():
@@ -69,7 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         scheduler.stop()
         server.server_close()
-        service.close()
+        rest.set_service(None)
     return 0
 
 
@@ -302,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", help="default: EPISODIC_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: EPISODIC_PORT or 8765")
     serve.add_argument("--data-dir", default=None, help="where the database, archive and tokens live")
+    serve.add_argument(
+        "--backend",
+        choices=("local", "aws-local"),
+        default="local",
+        help="local: SQLite (default); aws-local: the AWS backend over moto's server on loopback (in memory)",
+    )
     serve.set_defaults(func=_serve)
     summarize = sub.add_parser("summarize", help="run the 24-hour summarisation now")
     summarize.add_argument("--data-dir", default=None)

@@ -25,6 +25,8 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from ulid import ULID
 
@@ -128,3 +130,21 @@ class TimelineStreamProcessor:
             logger.info("expiry already recorded", event_id=episode.event_id, stream_event_id=record.event_id)
             return "already_archived"
         return "archived" if key is not None else "expired_unarchived"
+
+
+def process_batch(
+    event: dict[str, Any], processor: TimelineStreamProcessor, context: Any = None
+) -> PartialItemFailureResponse:
+    """A Lambda batch of stream records through ``processor``, failed records reported by their
+    sequence number so only they are retried: the body of the stream function
+    (``functions.stream``), and what ``episodic serve --backend aws-local``'s poller runs."""
+
+    def record_handler(record: DynamoDBRecord) -> str:
+        outcome = processor.process(record)
+        logger.info(
+            "stream record", outcome=outcome, event_name=str(record.event_name), stream_event_id=record.event_id
+        )
+        return outcome
+
+    batch = BatchProcessor(event_type=EventType.DynamoDBStreams)
+    return process_partial_response(event=event, record_handler=record_handler, processor=batch, context=context)

@@ -1,0 +1,191 @@
+"""The AWS flavour on one machine (``episodic serve --backend aws-local``): moto in server mode
+on loopback, so the boto3 code paths of the AWS backend run over real HTTP without an account.
+
+What it does: starts moto's server on ``127.0.0.1``, points boto3 at it (fake credentials,
+``AWS_ENDPOINT_URL``), creates the timeline and audit tables and the versioned archive bucket
+from the same definitions the CDK app declares (:mod:`episodic.adapters.aws.tables`), builds
+the service exactly as a Lambda container does (:func:`~episodic.adapters.aws.bootstrap.
+service_from_settings`, ``EPISODIC_BACKEND=aws``), and runs the stream function's body
+(:func:`~episodic.adapters.aws.stream_processor.process_batch`) on the timeline's DynamoDB
+Stream, polled as Lambda's event source mapping would.
+
+What it cannot do, because moto cannot: apply DynamoDB TTL (expiry is the in-process sweep),
+serve OpenSearch (recall uses the DynamoDB scoped index, as a stack without a search domain
+does), or run this project's code in Step Functions' Lambda tasks (reviews are announced on
+the log and decided through the API). Everything lives in moto's memory and is gone when the
+process stops.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, MutableMapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from episodic.logs import service_logger
+from episodic.settings import Settings
+
+logger = service_logger("episodic-aws-local")
+
+REGION = "us-east-1"
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "aws-local", "AWS_SECRET_ACCESS_KEY": "aws-local"}
+POLL_SECONDS = 0.5
+
+
+@contextmanager
+def moto_endpoint(port: int = 0) -> Iterator[str]:
+    """moto's server on loopback (``port`` 0: any free one); yields its URL."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not one line per AWS call
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        host, bound = server.get_host_and_port()
+        yield f"http://{host}:{bound}"
+    finally:
+        server.stop()
+
+
+def point_boto3_at(endpoint: str, environ: MutableMapping[str, str] = os.environ) -> None:
+    """Every boto3 client made from now on talks to ``endpoint`` with fake credentials.
+    (Current botocore resolves account-based DynamoDB endpoints, which moto's Streams need off.)"""
+    environ.update(FAKE_CREDENTIALS)
+    environ.update(
+        {"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": REGION, "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}
+    )
+    environ.pop("AWS_SESSION_TOKEN", None)
+    environ.pop("AWS_PROFILE", None)
+
+
+def provision(settings: Settings, *, dynamodb: Any = None, s3: Any = None) -> None:
+    """The tables (with TTL and Streams) and the versioned archive bucket, as the stack has them
+    (with the given clients, or default ones)."""
+    import boto3
+
+    from episodic.adapters.aws.tables import create_tables
+
+    create_tables(dynamodb or boto3.client("dynamodb"), settings.timeline_table, settings.audit_table)
+    s3 = s3 or boto3.client("s3")
+    s3.create_bucket(Bucket=settings.archive_bucket)
+    s3.put_bucket_versioning(Bucket=settings.archive_bucket, VersioningConfiguration={"Status": "Enabled"})
+
+
+def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
+    """A record as ``GetRecords`` returns it, shaped as Lambda delivers it: binary attributes
+    base64-encoded, the creation time in epoch seconds, the stream's ARN attached."""
+    change = dict(record["dynamodb"])
+    for image in ("Keys", "NewImage", "OldImage"):
+        if image in change:
+            change[image] = _wire(change[image])
+    created = change.get("ApproximateCreationDateTime")
+    if isinstance(created, datetime):
+        change["ApproximateCreationDateTime"] = int(created.timestamp())
+    return {
+        "eventID": record["eventID"],
+        "eventName": record["eventName"],
+        "eventVersion": record.get("eventVersion", "1.1"),
+        "eventSource": "aws:dynamodb",
+        "awsRegion": record.get("awsRegion", REGION),
+        "dynamodb": change,
+        "eventSourceARN": stream_arn,
+        **({"userIdentity": record["userIdentity"]} if "userIdentity" in record else {}),
+    }
+
+
+def _wire(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (base64.b64encode(v).decode() if k == "B" and isinstance(v, bytes) else _wire(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+class StreamPoller:
+    """The timeline's DynamoDB Stream fed to the stream function's handler in batches, from the
+    stream's beginning, every :data:`POLL_SECONDS` (a record the handler reports as failed is
+    logged; Lambda would retry it, this poller moves on)."""
+
+    def __init__(self, table: str, handler: Handler) -> None:
+        import boto3
+
+        self.handler = handler
+        self.streams = boto3.client("dynamodbstreams")
+        self.stream_arn = boto3.client("dynamodb").describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        self.iterators: dict[str, str | None] = {}
+        self.handled = 0
+        self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="episodic-stream-poller", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def poll_once(self) -> int:
+        """One pass over every shard; returns how many records were handed over."""
+        shards = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+        passed = 0
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id not in self.iterators:
+                self.iterators[shard_id] = self.streams.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            iterator = self.iterators[shard_id]
+            if iterator is None:
+                continue
+            page = self.streams.get_records(ShardIterator=iterator, Limit=100)
+            self.iterators[shard_id] = page.get("NextShardIterator")
+            if page["Records"]:
+                event = {"Records": [lambda_record(r, self.stream_arn) for r in page["Records"]]}
+                failures = self.handler(event).get("batchItemFailures") or []
+                if failures:
+                    self.failed += len(failures)
+                    logger.warning("stream records failed", failed=len(failures), shard=shard_id)
+                passed += len(page["Records"])
+        self.handled += passed
+        return passed
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.poll_once()
+            except Exception:  # the poller must outlive a bad pass, as Lambda's mapping does
+                logger.exception("stream poll failed; retrying")
+
+
+@contextmanager
+def aws_on_laptop(settings: Settings, port: int = 0) -> Iterator[tuple[Any, StreamPoller, str]]:
+    """The AWS backend over moto's server: yields the service (built as Lambda builds it), the
+    running stream poller, and moto's URL; stops them all on the way out."""
+    from episodic.adapters.aws.bootstrap import service_from_settings, stream_processor_from_settings
+    from episodic.adapters.aws.stream_processor import process_batch
+
+    with moto_endpoint(port) as endpoint:
+        point_boto3_at(endpoint)
+        aws = settings.model_copy(update={"backend": "aws", "aws_region": REGION, "opensearch_endpoint": None})
+        provision(aws)
+        service = service_from_settings(aws)
+        processor = stream_processor_from_settings(aws)
+        poller = StreamPoller(aws.timeline_table, lambda event: process_batch(event, processor))
+        poller.start()
+        try:
+            yield service, poller, endpoint
+        finally:
+            poller.stop()
+            service.close()

@@ -1,0 +1,84 @@
+"""The AWS flavour on a laptop (issue #13): ``episodic serve --backend aws-local`` runs the AWS
+backend's boto3 code over real HTTP against moto's server, with the stream function's body fed
+from the timeline's DynamoDB Stream. (moto never applies TTL and has no OpenSearch: what those
+do is tested with recorded events in tests/integration.)"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from episodic.adapters.aws.on_laptop import FAKE_CREDENTIALS, aws_on_laptop
+from episodic.client import ApiError, Client
+from episodic.model import Caller, EpisodeProposal, Role
+from episodic.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = "aws-local-agent-token-1"
+
+
+def episode(summary: str) -> dict[str, object]:
+    return {"eventType": "task_milestone", "actorId": "sam", "occurredAt": "2026-11-20T18:00:00Z",
+            "summary": summary, "sourceRefs": ["ticket:1"], "sourceTrust": "tool_result"}  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_given_aws_local_when_served_then_an_agent_writes_recalls_and_erases_over_the_aws_code(tmp_path):
+    port = free_port()
+    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
+    command = [sys.executable, "-m", "episodic.cli", "serve", "--backend", "aws-local", "--port", str(port),
+               "--data-dir", str(tmp_path)]  # fmt: skip
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, "episodic serve --backend aws-local exited"
+            try:
+                health = httpx.get(f"{base}/v1/health", timeout=2).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "no answer in 120 s"
+                time.sleep(0.3)
+        assert health["backend"] == "aws-dynamodb"
+        with Client(base, AGENT) as agent:
+            written = agent.remember(episode("Sam moved the weekly report to Thursdays"))
+            assert written.decision == "allow"
+            assert [i.episode.event_id for i in agent.recall("which day is the weekly report?").items] == [
+                written.event_id
+            ]
+            assert agent.erase(written.event_id).erased == [written.event_id]
+            with pytest.raises(ApiError) as gone:
+                agent.get(written.event_id)
+            assert gone.value.status == 404
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert "AWS backend on moto at http://127.0.0.1:" in (process.stdout.read() if process.stdout else "")
+
+
+def test_given_aws_local_when_episodes_change_then_the_stream_function_body_sees_every_record(monkeypatch):
+    for name in (*FAKE_CREDENTIALS, "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCOUNT_ID_ENDPOINT_MODE"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # restored after the test
+    caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent-1")
+    settings = Settings(timeline_table="tl", audit_table="au", archive_bucket="laptop-archive")
+    with aws_on_laptop(settings) as (service, poller, _):
+        proposal = EpisodeProposal.model_validate(episode("Sam booked the Lisbon offsite for March"))
+        written = service.remember(caller, proposal)
+        service.erase(caller, str(written.event_id))
+        deadline = time.monotonic() + 30
+        while poller.handled < 2 and time.monotonic() < deadline:  # the INSERT and the REMOVE
+            time.sleep(0.2)
+        assert poller.handled >= 2 and poller.failed == 0
