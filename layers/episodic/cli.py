@@ -120,42 +120,51 @@ def _local_service(args: argparse.Namespace) -> Any:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    service = _local_service(args)
-    print("summarising actors with more than", service.settings.summary_min_events, "events in the last 24 hours")
-    outcomes = service.summarise()
-    for o in outcomes:
-        state = f"FAILED {o.error}" if o.failed else f"{o.decision} {o.event_id or ' '.join(o.reasons or [])}"
-        print(f"  {o.tenant_id}/{o.actor_id}: {o.events} events -> {state}")
-    print(f"done: {len(outcomes)} actor(s)")
-    service.close()
-    return 0
+    from episodic.cli_output import progress, table
+
+    with _local_service(args) as service:
+        minimum = service.settings.summary_min_events
+        with progress(f"summarising actors with more than {minimum} events in the last 24 hours"):
+            outcomes = service.summarise()
+    rows = [
+        (
+            o.tenant_id,
+            o.actor_id,
+            o.events,
+            "FAILED" if o.failed else o.decision,
+            o.error or o.event_id or " ".join(o.reasons or []),
+        )
+        for o in outcomes
+    ]
+    table(f"{len(outcomes)} actor(s) summarised", ("tenant", "actor", "events", "digest", "episode / why"), rows)
+    return 1 if any(o.failed for o in outcomes) else 0
 
 
 def _forget(args: argparse.Namespace) -> int:
-    service = _local_service(args)
+    from episodic.cli_output import progress, table
+
     verb = "would archive" if args.dry_run else "archived"
-    total, cursor = 0, None
-    while True:
-        report = service.forget(dry_run=args.dry_run, cursor=cursor)
-        for event_id in report.archived:
-            print(f"  {verb} {event_id}")
-        total += len(report.archived)
-        cursor = report.next_cursor
-        if cursor is None:
-            break
-    print(f"done: {verb} {total} episode(s)")
-    service.close()
+    archived: list[str] = []
+    examined, cursor = 0, None
+    with _local_service(args) as service, progress("examining active episodes") as step:
+        while True:
+            report = service.forget(dry_run=args.dry_run, cursor=cursor)
+            examined += report.examined
+            archived += report.archived
+            step.set(examined)
+            cursor = report.next_cursor
+            if cursor is None:
+                break
+    table(f"{verb} {len(archived)} of {examined} episode(s)", ("episode",), [(e,) for e in archived])
     return 0
 
 
 def _reembed(args: argparse.Namespace) -> int:
-    service = _local_service(args)
-    print(f"re-embedding episodes whose vectors are not from {service.embedder.name} ...")
-    done = service.reembed(
-        batch_size=args.batch_size, progress=lambda n: print(f"\r  {n} episodes", end="", flush=True)
-    )
-    print(f"\rdone: {done} episodes re-embedded")
-    service.close()
+    from episodic.cli_output import progress
+
+    with _local_service(args) as service, progress(f"re-embedding with {service.embedder.name}") as step:
+        done = service.reembed(batch_size=args.batch_size, progress=step.set)
+    print(f"done: {done} episode(s) re-embedded")
     return 0
 
 
@@ -178,45 +187,62 @@ def _forget_all(service: Any) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     import json
-    import tempfile
 
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.adapters.local.notifier import LogReviewNotifier
-    from episodic.evaluation import SUITE_NOW, ManualClock, check_thresholds, run_suite
-    from episodic.logs import service_logger
-    from episodic.settings import Settings
+    from episodic.evaluation import check_thresholds
 
     suite = Path(args.suite)
     if not (suite / "retrieval").is_dir():
         print(f"episodic eval: no labelled suite at {suite} (expected {suite}/retrieval/)", file=sys.stderr)
         return 2
-    clock = ManualClock(SUITE_NOW)
-    with tempfile.TemporaryDirectory(prefix="episodic-eval-") as tmp:
-        print("running the evaluation suite against a fresh local service (real model) ...", flush=True)
-        service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
-        service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))  # a quiet table
-        metrics = run_suite(service, clock, suite)
-        service.close()
-        conversations = suite / "conversations" / "test"
-        if conversations.is_dir():
-            print("running the conversation benchmark (test split) ...", flush=True)
-            from episodic.conversation_eval import conversation_metrics, local_services
-
-            metrics |= conversation_metrics(local_services(Path(tmp), service.embedder), conversations)
+    metrics = _measure(suite)
     thresholds_path = Path(args.thresholds or suite / "thresholds.json")
     thresholds = json.loads(thresholds_path.read_text()) if thresholds_path.exists() else {}
     failures = check_thresholds(metrics, thresholds)
+    rows = []
     for name, value in metrics.items():
         if not name.startswith("_"):
             bound = thresholds.get(name, {})
-            limit = f"min {bound['min']}" if "min" in bound else f"max {bound['max']}" if "max" in bound else ""
-            print(f"  {name:<28} {value:>8.4f}   {limit}")
+            limit = f"≥ {bound['min']}" if "min" in bound else f"≤ {bound['max']}" if "max" in bound else ""
+            verdict = "REGRESSION" if any(f.startswith(name) for f in failures) else "ok" if limit else ""
+            rows.append((name, float(value), limit, verdict))
+    from episodic.cli_output import table
+
+    table("evaluation", ("metric", "value", "threshold", "check"), rows)
     report = {"metrics": metrics, "thresholds": thresholds, "regressions": failures}
     Path(args.out).write_text(json.dumps(report, indent=2, default=str))
     print(f"report written to {args.out}")
     for failure in failures:
         print(f"REGRESSION {failure}")
     return 1 if failures else 0
+
+
+def _measure(suite: Path) -> dict[str, Any]:
+    """The suite's metrics on a fresh local service, then the conversation benchmark's test split."""
+    import tempfile
+
+    from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.notifier import LogReviewNotifier
+    from episodic.cli_output import progress
+    from episodic.evaluation import SUITE_NOW, ManualClock, run_suite
+    from episodic.logs import service_logger
+    from episodic.settings import Settings
+
+    clock = ManualClock(SUITE_NOW)
+    with tempfile.TemporaryDirectory(prefix="episodic-eval-") as tmp:
+        with progress("evaluation suite against a fresh local service (real model)"):
+            service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
+            service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))
+            metrics = run_suite(service, clock, suite)
+            service.close()
+        conversations = suite / "conversations" / "test"
+        if conversations.is_dir():
+            from episodic.conversation_eval import conversation_metrics, local_services
+
+            total = len(list(conversations.glob("*.json")))
+            with progress("conversation benchmark (test split)", total=total) as step:
+                build = local_services(Path(tmp), service.embedder)
+                metrics |= conversation_metrics(build, conversations, lambda _done: step.advance())
+    return metrics
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -312,64 +338,22 @@ def _version() -> str:
     return f"{package} (policy {POLICY_VERSION})"
 
 
+HANDLERS = {
+    "serve": _serve,
+    "mcp": _mcp,
+    "tokens": _tokens,
+    "summarize": _summarize,
+    "forget": _forget,
+    "reembed": _reembed,
+    "eval": _eval,
+    "demo": _demo,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="episodic", description="Long-term episodic memory for AI agents.")
-    parser.add_argument("--version", action="version", version=f"episodic {_version()}")
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="log lines (to stderr): -v for INFO, -vv for DEBUG"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the service on the embedded local backend")
-    serve.add_argument("--host", help="default: EPISODIC_HOST or 127.0.0.1")
-    serve.add_argument("--port", type=int, help="default: EPISODIC_PORT or 8765")
-    serve.add_argument("--data-dir", default=None, help="where the database, archive and tokens live")
-    serve.add_argument(
-        "--backend",
-        choices=("local", "aws-local"),
-        default="local",
-        help="local: SQLite (default); aws-local: the AWS backend over moto's server on loopback (in memory)",
-    )
-    serve.set_defaults(func=_serve)
-    summarize = sub.add_parser("summarize", help="run the 24-hour summarisation now")
-    summarize.add_argument("--data-dir", default=None)
-    summarize.set_defaults(func=_summarize)
-    forget = sub.add_parser("forget", help="archive episodes whose relevance has decayed")
-    forget.add_argument("--data-dir", default=None)
-    forget.add_argument("--dry-run", action="store_true", help="list what would be archived, change nothing")
-    forget.set_defaults(func=_forget)
-    reembed = sub.add_parser("reembed", help="give every episode a vector from the current embedding model")
-    reembed.add_argument("--data-dir", default=None)
-    reembed.add_argument("--batch-size", type=int, default=256)
-    reembed.set_defaults(func=_reembed)
-    evaluate = sub.add_parser("eval", help="run the labelled evaluation suite and check its thresholds")
-    evaluate.add_argument("--suite", default="tests/evals", help="folder with retrieval/ and scenarios/")
-    evaluate.add_argument("--thresholds", default=None, help="default: <suite>/thresholds.json")
-    evaluate.add_argument("--out", default="eval-report.json")
-    evaluate.set_defaults(func=_eval)
-    # `bench` has its own options (--full, --writes, --sizes, --out): its parser handles them.
-    sub.add_parser("bench", help="measure throughput, latency, cold starts; write BENCHMARKS.md", add_help=False)
-    tokens = sub.add_parser("tokens", help="list, create or rotate local bearer tokens; mint a test JWT for AWS")
-    tokens.add_argument("action", choices=("list", "create", "rotate", "jwt"), nargs="?", default="list")
-    tokens.add_argument("token", nargs="?", help="rotate: the token to replace")
-    tokens.add_argument("--tenant", default="demo", help="create: the tenant (default: demo)")
-    tokens.add_argument("--role", default="agent", choices=("agent", "operator"), help="create: the role")
-    tokens.add_argument("--data-dir", default=None, help="default: EPISODIC_DATA_DIR or ./.episodic")
-    tokens.add_argument("--secret-id", help="jwt: the stack's JwtSecretArn (or set EPISODIC_JWT_SECRET)")
-    tokens.add_argument("--issuer", help="jwt: default: cdk.json's auth.issuer")
-    tokens.add_argument("--audience", help="jwt: default: cdk.json's auth.audience")
-    tokens.add_argument("--subject", default="episodic-cli", help="jwt: the caller's principal id")
-    tokens.add_argument("--hours", type=float, default=1.0, help="jwt: how long it is valid (at most 24)")
-    tokens.set_defaults(func=_tokens)
-    mcp = sub.add_parser("mcp", help="serve the memory as MCP tools (stdio; --http for streamable HTTP)")
-    mcp.add_argument("--actor", default=None, help="who remember_episode writes as (default: EPISODIC_ACTOR)")
-    mcp.add_argument("--url", default=None, help="the service (default: EPISODIC_URL or http://127.0.0.1:8765)")
-    mcp.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
-    mcp.add_argument("--host", default="127.0.0.1", help="--http: the address to listen on")
-    mcp.add_argument("--port", type=int, default=8766, help="--http: the port")
-    mcp.set_defaults(func=_mcp)
-    demo = sub.add_parser("demo", help="a scripted scenario against a fresh data dir")
-    demo.add_argument("--data-dir", default=None, help="fresh folder to use (default: a temporary one)")
-    demo.set_defaults(func=_demo)
+    from episodic.cli_parser import build_parser
+
+    parser = build_parser(_version(), HANDLERS)
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         from benchmarks.run import main as bench_main
@@ -388,6 +372,8 @@ def _quiet_logs(verbosity: int) -> None:
 
     to_stderr()
     os.environ["POWERTOOLS_LOG_LEVEL"] = cli_level(verbosity, dict(os.environ))
+    if not verbosity:  # the model loader's own bars ("Loading weights") only when asked for
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 if __name__ == "__main__":

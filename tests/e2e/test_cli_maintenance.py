@@ -23,11 +23,19 @@ def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act
     fresh.close()
 
     assert main(["forget", "--dry-run", "--data-dir", str(data)]) == 0
-    assert f"would archive {stale.event_id}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "would archive 1 of 7 episode(s)" in out and str(stale.event_id) in out
     assert main(["forget", "--data-dir", str(data)]) == 0
-    assert "done: archived 1 episode(s)" in capsys.readouterr().out
+    assert "archived 1 of 7 episode(s)" in capsys.readouterr().out
     assert main(["summarize", "--data-dir", str(data)]) == 0
     out = capsys.readouterr().out
-    assert "acme/backup-bot: 6 events -> allow" in out and "done: 1 actor(s)" in out
+    assert "1 actor(s) summarised" in out
+    assert [cell.strip() for cell in row(out, "backup-bot")[:4]] == ["acme", "backup-bot", "6", "allow"]
     assert main(["reembed", "--data-dir", str(data)]) == 0
-    assert "done: 0 episodes re-embedded" in capsys.readouterr().out
+    assert "done: 0 episode(s) re-embedded" in capsys.readouterr().out
+
+
+def row(table: str, key: str) -> list[str]:
+    """The cells of the table row that holds ``key`` (rich draws cells between │ bars)."""
+    line = next(line for line in table.splitlines() if key in line)
+    return [cell for cell in line.strip("│ ").split("│")]

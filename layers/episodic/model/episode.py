@@ -66,6 +66,13 @@ class CamelModel(BaseModel):
 
 
 class EventType(StrEnum):
+    """What kind of event an episode records: ``user_preference_stated`` (someone said what they
+    want), ``correction_received`` (a fact was corrected), ``task_milestone`` (work reached a
+    point), ``human_approval`` (a person approved something; needs ``resourceRefs``),
+    ``tool_observed_event`` (a tool or system reported it), ``incident_or_failure``,
+    ``conversation_turn`` (a message in a conversation), ``tool_call``, ``error``, ``feedback``,
+    ``session_summary`` (a handoff or digest the service writes)."""
+
     USER_PREFERENCE_STATED = "user_preference_stated"
     CORRECTION_RECEIVED = "correction_received"
     TASK_MILESTONE = "task_milestone"
@@ -80,6 +87,11 @@ class EventType(StrEnum):
 
 
 class SourceTrust(StrEnum):
+    """How far the source can be trusted: ``user_provided`` (a person said it),
+    ``tool_result`` (a tool returned it), ``approved_source`` and ``operator_entered`` (for
+    operators and approved integrations), ``untrusted_content`` (web pages, documents, email:
+    text that may try to instruct the agent, held for review when it does)."""
+
     USER_PROVIDED = "user_provided"
     TOOL_RESULT = "tool_result"
     APPROVED_SOURCE = "approved_source"
@@ -88,12 +100,16 @@ class SourceTrust(StrEnum):
 
 
 class Confidence(StrEnum):
+    """How sure the proposer is: ``low``, ``medium`` (default) or ``high``."""
+
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
 
 
 class ProposedBy(StrEnum):
+    """Who proposed the write: ``model`` (default), ``workflow``, ``user`` or ``operator``."""
+
     MODEL = "model"
     WORKFLOW = "workflow"
     USER = "user"
@@ -101,6 +117,9 @@ class ProposedBy(StrEnum):
 
 
 class PrivacyClass(StrEnum):
+    """Who may recall it: ``public`` and ``internal`` (default) anyone in the tenant; ``private``
+    and ``sensitive`` only a recall scoped to its actor (``actorId``) or an operator."""
+
     PUBLIC = "public"
     INTERNAL = "internal"
     PRIVATE = "private"
@@ -108,6 +127,9 @@ class PrivacyClass(StrEnum):
 
 
 class Status(StrEnum):
+    """An episode's state: ``pending_review`` (held for a human, never recalled), ``active``,
+    ``superseded`` (a correction replaced it), ``archived`` (forgotten by decay; restorable)."""
+
     PENDING_REVIEW = "pending_review"
     ACTIVE = "active"
     SUPERSEDED = "superseded"
@@ -197,20 +219,29 @@ class DecisionNote(CamelModel):
 class _EpisodeContent(CamelModel):
     """Fields shared by proposals and stored episodes."""
 
-    event_type: EventType
-    project_id: Id | None = None
-    agent_id: Id | None = None
-    session_id: Id | None = None
-    resource_refs: Annotated[list[Ref], Field(max_length=50)] = []
-    summary: Annotated[str, Field(min_length=1, max_length=4000)]
+    event_type: EventType = Field(examples=["user_preference_stated"])
+    project_id: Id | None = Field(default=None, description="The project it belongs to (a recall filter)")
+    agent_id: Id | None = Field(default=None, description="The agent that observed it")
+    session_id: Id | None = Field(default=None, description="The conversation or session it happened in")
+    resource_refs: Annotated[list[Ref], Field(max_length=50)] = Field(
+        default=[], description="What it is about: tickets, files, records (required for human_approval)"
+    )
+    summary: Annotated[str, Field(min_length=1, max_length=4000)] = Field(
+        description="What happened, in plain words: the text that is judged, indexed and recalled",
+        examples=["Customer wants invoices as PDF, in Portuguese"],
+    )
     details: Details | None = None
-    tags: Annotated[list[Tag], Field(max_length=32)] = []
+    tags: Annotated[list[Tag], Field(max_length=32)] = Field(
+        default=[], description="Labels to filter by (case-insensitive)", examples=[["billing"]]
+    )
     decisions: Annotated[list[DecisionNote], Field(max_length=20)] = []
     outcome: Annotated[str, Field(max_length=2000)] | None = None
     success: bool | None = None
     duration_ms: Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)] | None = None
     confidence: Confidence = Confidence.MEDIUM
-    importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    importance: Annotated[float, Field(ge=0.0, le=1.0)] = Field(
+        default=0.5, description="0 to 1: weighs in ranking and in how long it is kept"
+    )
     proposed_by: ProposedBy = ProposedBy.MODEL
     privacy_class: PrivacyClass = PrivacyClass.INTERNAL
     retention: Retention = Retention()
@@ -239,15 +270,23 @@ class _EpisodeContent(CamelModel):
 class EpisodeProposal(_EpisodeContent):
     """What a caller proposes to remember. The runtime decides whether it is written."""
 
-    actor_id: Id | None = None
+    actor_id: Id | None = Field(
+        default=None, description="Whom it is about (a person, a customer, a bot); required", examples=["customer-42"]
+    )
     tenant_id: Id | None = Field(
         default=None,
         description="Optional. The tenant always comes from the caller's credentials; "
         "a proposal naming another tenant is refused with 403.",
     )
-    occurred_at: UtcDatetime | None = None
-    source_refs: Annotated[list[Ref], Field(max_length=50)] = []
-    source_trust: SourceTrust | None = None
+    occurred_at: UtcDatetime | None = Field(
+        default=None, description="When it happened, with a timezone; required", examples=["2026-11-28T09:30:00Z"]
+    )
+    source_refs: Annotated[list[Ref], Field(max_length=50)] = Field(
+        default=[],
+        description="Where it was seen (a chat turn, a ticket, a URL); required with sourceTrust",
+        examples=[["chat:session-9/turn-4"]],
+    )
+    source_trust: SourceTrust | None = Field(default=None, description="Required", examples=["user_provided"])
 
 
 class Episode(_EpisodeContent):

@@ -94,15 +94,26 @@ class RememberResult(CamelModel):
 class RecallRequest(CamelModel):
     """Scope first (every filter applies before ranking), then an optional query to rank by."""
 
-    query: Annotated[str, Field(max_length=2000)] | None = None
-    actor_id: Id | None = None
-    project_id: Id | None = None
-    event_types: list[EventType] = []
-    tags: Annotated[list[Tag], Field(max_length=16)] = []
-    occurred_after: UtcDatetime | None = None
-    occurred_before: UtcDatetime | None = None
-    statuses: list[Status] = [Status.ACTIVE]
-    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    query: Annotated[str, Field(max_length=2000)] | None = Field(
+        default=None,
+        description="What to look for, in plain words; time phrases ('last week') become a window. "
+        "Without one, the scope's episodes come back newest first",
+        examples=["how should we send the invoice?"],
+    )
+    actor_id: Id | None = Field(
+        default=None,
+        description="Only this actor's episodes (and then their private ones too)",
+        examples=["customer-42"],
+    )
+    project_id: Id | None = Field(default=None, description="Only this project's episodes")
+    event_types: list[EventType] = Field(default=[], description="Only these kinds (any, when empty)")
+    tags: Annotated[list[Tag], Field(max_length=16)] = Field(default=[], description="Only episodes with every tag")
+    occurred_after: UtcDatetime | None = Field(default=None, description="occurredAt >= this (timezone required)")
+    occurred_before: UtcDatetime | None = Field(default=None, description="occurredAt < this (timezone required)")
+    statuses: list[Status] = Field(
+        default=[Status.ACTIVE], description="Which states to search (superseded and archived on request)"
+    )
+    limit: Annotated[int, Field(ge=1, le=100)] = Field(default=10, description="At most this many items")
     neighbours: Annotated[int, Field(ge=0, le=3)] = Field(
         default=1,
         description="For a recalled conversation turn, how many turns before and after it in the same "
