@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_SPEC)
-	$(BIN)/pip install --quiet -e ".[local,aws,dev,infra,mcp]"
+	# setuptools warns on every editable install that top-level folders share package names
+	# (functions/, benchmarks/): they are the packages, by design.
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e ".[local,aws,dev,infra,mcp]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -24,7 +26,7 @@ run: setup  ## start the service on the embedded local backend (http://127.0.0.1
 	$(BIN)/episodic serve
 
 run-aws-local: setup  ## the AWS backend (DynamoDB, S3, the stream function) over moto's server on loopback, in memory
-	$(BIN)/episodic serve --backend aws-local
+	EPISODIC_INGEST_MAPPING=$${EPISODIC_INGEST_MAPPING:-events/ingest/mapping.json} $(BIN)/episodic serve --backend aws-local
 
 demo: setup  ## a scripted scenario against a fresh data dir
 	$(BIN)/episodic demo

@@ -41,8 +41,14 @@ def _backend(name: str, settings: Any) -> Iterator[tuple[Any, str]]:
     if name == "aws-local":
         from episodic.adapters.aws.on_laptop import aws_on_laptop
 
-        with aws_on_laptop(settings) as (service, _poller, endpoint):
-            yield service, f"AWS backend on moto at {endpoint}, in memory: gone when this stops"
+        with aws_on_laptop(settings) as laptop:
+            ingestion = (
+                "EventBridge bus 'episodic-ingest' on" if laptop.queue else "no ingestion mapping, EventBridge off"
+            )
+            yield (
+                laptop.service,
+                f"AWS backend on moto at {laptop.endpoint} ({ingestion}); in memory: gone when this stops",
+            )
         return
     from episodic.adapters.local.bootstrap import build_local_service
 

@@ -74,7 +74,8 @@ def test_given_aws_local_when_episodes_change_then_the_stream_function_body_sees
         monkeypatch.setenv(name, os.environ.get(name, ""))  # restored after the test
     caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent-1")
     settings = Settings(timeline_table="tl", audit_table="au", archive_bucket="laptop-archive")
-    with aws_on_laptop(settings) as (service, poller, _):
+    with aws_on_laptop(settings) as laptop:
+        service, poller = laptop.service, laptop.stream
         proposal = EpisodeProposal.model_validate(episode("Sam booked the Lisbon offsite for March"))
         written = service.remember(caller, proposal)
         service.erase(caller, str(written.event_id))
@@ -82,3 +83,37 @@ def test_given_aws_local_when_episodes_change_then_the_stream_function_body_sees
         while poller.handled < 2 and time.monotonic() < deadline:  # the INSERT and the REMOVE
             time.sleep(0.2)
         assert poller.handled >= 2 and poller.failed == 0
+
+
+def test_given_aws_local_with_a_mapping_when_a_business_system_sends_an_event_then_it_is_remembered(monkeypatch):
+    import json
+
+    import boto3
+
+    for name in (*FAKE_CREDENTIALS, "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCOUNT_ID_ENDPOINT_MODE"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # restored after the test
+    ticket = json.loads((ROOT / "events/ingest/ticket_closed.json").read_text())
+    settings = Settings(
+        timeline_table="tl2", audit_table="au2", archive_bucket="laptop-archive-2",
+        ingest_mapping=ROOT / "events/ingest/mapping.json",
+    )  # fmt: skip
+    with aws_on_laptop(settings) as laptop:
+        assert laptop.queue is not None
+        sent = boto3.client("events").put_events(
+            Entries=[
+                {
+                    "EventBusName": "episodic-ingest",
+                    "Source": ticket["source"],
+                    "DetailType": ticket["detail-type"],
+                    "Detail": json.dumps(ticket["detail"]),
+                }
+            ]
+        )
+        assert sent["FailedEntryCount"] == 0
+        deadline = time.monotonic() + 30
+        while laptop.queue.handled < 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert laptop.queue.handled == 1 and laptop.queue.failed == 0
+        operator = Caller(tenant_id="acme", role=Role.OPERATOR, principal_id="ops")
+        [remembered] = laptop.service.timeline(operator, actor_id="customer-42").items
+        assert "HD-1042" in remembered.summary and remembered.event_type == "task_milestone"

@@ -11,9 +11,11 @@ Stream, polled as Lambda's event source mapping would.
 
 What it cannot do, because moto cannot: apply DynamoDB TTL (expiry is the in-process sweep),
 serve OpenSearch (recall uses the DynamoDB scoped index, as a stack without a search domain
-does), or run this project's code in Step Functions' Lambda tasks (reviews are announced on
-the log and decided through the API). Everything lives in moto's memory and is gone when the
-process stops.
+does), or run this project's code in Step Functions' Lambda tasks (so no state machine is
+started: reviews are announced on the log and decided through the API). With an ingestion
+mapping (``EPISODIC_INGEST_MAPPING``) the EventBridge path runs too: the bus, one rule per mapped
+source, the queue, and the ingestion function's body on each batch. Everything lives in moto's
+memory and is gone when the process stops.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ import os
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from episodic.ingest import IngestMapping
 from episodic.logs import service_logger
+from episodic.service import MemoryService
 from episodic.settings import Settings
 
 logger = service_logger("episodic-aws-local")
@@ -112,22 +117,18 @@ def _wire(value: Any) -> Any:
 Handler = Callable[[dict[str, Any]], Any]
 
 
-class StreamPoller:
-    """The timeline's DynamoDB Stream fed to the stream function's handler in batches, from the
-    stream's beginning, every :data:`POLL_SECONDS` (a record the handler reports as failed is
-    logged; Lambda would retry it, this poller moves on)."""
+class _Poller:
+    """A daemon thread that calls :meth:`poll_once` every :data:`POLL_SECONDS` and outlives a bad
+    pass, as Lambda's event source mappings do; ``handled`` and ``failed`` count records."""
 
-    def __init__(self, table: str, handler: Handler) -> None:
-        import boto3
+    name = "episodic-poller"
 
+    def __init__(self, handler: Handler) -> None:
         self.handler = handler
-        self.streams = boto3.client("dynamodbstreams")
-        self.stream_arn = boto3.client("dynamodb").describe_table(TableName=table)["Table"]["LatestStreamArn"]
-        self.iterators: dict[str, str | None] = {}
         self.handled = 0
         self.failed = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="episodic-stream-poller", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -135,6 +136,41 @@ class StreamPoller:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+    def poll_once(self) -> int:
+        raise NotImplementedError
+
+    def _hand_over(self, event: dict[str, Any]) -> set[str]:
+        """The batch to the handler; the ids of the records it reports as failed."""
+        failures = self.handler(event).get("batchItemFailures") or []
+        self.handled += len(event["Records"])
+        self.failed += len(failures)
+        if failures:
+            logger.warning("records failed", poller=self.name, failed=len(failures))
+        return {f["itemIdentifier"] for f in failures}
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.poll_once()
+            except Exception:  # the poller must outlive a bad pass, as Lambda's mapping does
+                logger.exception("poll failed; retrying", poller=self.name)
+
+
+class StreamPoller(_Poller):
+    """The timeline's DynamoDB Stream fed to the stream function's body in batches, from the
+    stream's beginning (a record reported as failed is logged; Lambda would retry it, this
+    poller moves on)."""
+
+    name = "episodic-stream-poller"
+
+    def __init__(self, table: str, handler: Handler) -> None:
+        import boto3
+
+        super().__init__(handler)
+        self.streams = boto3.client("dynamodbstreams")
+        self.stream_arn = boto3.client("dynamodb").describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        self.iterators: dict[str, str | None] = {}
 
     def poll_once(self) -> int:
         """One pass over every shard; returns how many records were handed over."""
@@ -152,29 +188,97 @@ class StreamPoller:
             page = self.streams.get_records(ShardIterator=iterator, Limit=100)
             self.iterators[shard_id] = page.get("NextShardIterator")
             if page["Records"]:
-                event = {"Records": [lambda_record(r, self.stream_arn) for r in page["Records"]]}
-                failures = self.handler(event).get("batchItemFailures") or []
-                if failures:
-                    self.failed += len(failures)
-                    logger.warning("stream records failed", failed=len(failures), shard=shard_id)
+                self._hand_over({"Records": [lambda_record(r, self.stream_arn) for r in page["Records"]]})
                 passed += len(page["Records"])
-        self.handled += passed
         return passed
 
-    def _run(self) -> None:
-        while not self._stop.wait(POLL_SECONDS):
-            try:
-                self.poll_once()
-            except Exception:  # the poller must outlive a bad pass, as Lambda's mapping does
-                logger.exception("stream poll failed; retrying")
+
+class QueuePoller(_Poller):
+    """The ingestion queue fed to the ingestion function's body: a message is deleted once
+    handled, and one reported as failed stays for redelivery after its visibility timeout."""
+
+    name = "episodic-queue-poller"
+
+    def __init__(self, queue_url: str, handler: Handler) -> None:
+        import boto3
+
+        super().__init__(handler)
+        self.sqs = boto3.client("sqs")
+        self.queue_url = queue_url
+        self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+
+    def poll_once(self) -> int:
+        messages = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            return 0
+        failed = self._hand_over({"Records": [self._record(m) for m in messages]})
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+            ]
+            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        return len(messages)
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": message.get("MessageAttributes", {}),
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.queue_arn,
+            "awsRegion": REGION,
+        }
+
+
+INGEST_BUS = "episodic-ingest"
+INGEST_QUEUE = "episodic-ingest"
+
+
+def provision_ingestion(mapping: IngestMapping) -> str:
+    """The ingestion bus, its queue and one rule per mapped source (its detail types), as the
+    stack's ingestion construct declares them; returns the queue's URL."""
+    import json
+
+    import boto3
+
+    bus = boto3.client("events")
+    sqs = boto3.client("sqs")
+    bus.create_event_bus(Name=INGEST_BUS)
+    queue_url = sqs.create_queue(QueueName=INGEST_QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for source in mapping.sources:
+        pattern = {"source": [source.source], "detail-type": sorted({rule.detail_type for rule in source.rules})}
+        rule = f"ingest-{source.source}".replace(".", "-")[:64]
+        bus.put_rule(Name=rule, EventBusName=INGEST_BUS, EventPattern=json.dumps(pattern))
+        bus.put_targets(Rule=rule, EventBusName=INGEST_BUS, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    return str(queue_url)
+
+
+@dataclass
+class Laptop:
+    """What ``aws_on_laptop`` runs: the service, the pollers, and where moto answers."""
+
+    service: MemoryService
+    stream: StreamPoller
+    queue: QueuePoller | None
+    endpoint: str
 
 
 @contextmanager
-def aws_on_laptop(settings: Settings, port: int = 0) -> Iterator[tuple[Any, StreamPoller, str]]:
-    """The AWS backend over moto's server: yields the service (built as Lambda builds it), the
-    running stream poller, and moto's URL; stops them all on the way out."""
+def aws_on_laptop(settings: Settings, port: int = 0) -> Iterator[Laptop]:
+    """The AWS backend over moto's server, built as Lambda builds it, with the stream poller and,
+    when ``settings.ingest_mapping`` names a mapping, the EventBridge ingestion path (bus, rules,
+    queue and its poller); stops them all on the way out."""
     from episodic.adapters.aws.bootstrap import service_from_settings, stream_processor_from_settings
+    from episodic.adapters.aws.ingest_queue import process_queue_batch
     from episodic.adapters.aws.stream_processor import process_batch
+    from episodic.ingest import EventIngestor, load_mapping
 
     with moto_endpoint(port) as endpoint:
         point_boto3_at(endpoint)
@@ -182,10 +286,20 @@ def aws_on_laptop(settings: Settings, port: int = 0) -> Iterator[tuple[Any, Stre
         provision(aws)
         service = service_from_settings(aws)
         processor = stream_processor_from_settings(aws)
-        poller = StreamPoller(aws.timeline_table, lambda event: process_batch(event, processor))
-        poller.start()
+        laptop = Laptop(
+            service, StreamPoller(aws.timeline_table, lambda e: process_batch(e, processor)), None, endpoint
+        )
+        if aws.ingest_mapping is not None:
+            mapping = load_mapping(aws.ingest_mapping)
+            ingestor = EventIngestor(mapping, service)
+            queue_url = provision_ingestion(mapping)
+            laptop.queue = QueuePoller(queue_url, lambda e: process_queue_batch(e, lambda: ingestor))
+        pollers = [p for p in (laptop.stream, laptop.queue) if p is not None]
+        for poller in pollers:
+            poller.start()
         try:
-            yield service, poller, endpoint
+            yield laptop
         finally:
-            poller.stop()
+            for poller in pollers:
+                poller.stop()
             service.close()
