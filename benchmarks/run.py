@@ -40,10 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 HANDLERS = ["functions.api", "functions.stream", "functions.events", "functions.workflows"]
 
 
-def _progress(message: str) -> None:
-    print(f"  .. {message}", file=sys.stderr, flush=True)
-
-
 def machine() -> dict[str, Any]:
     import numpy as np
 
@@ -261,26 +257,35 @@ def main(argv: list[str] | None = None) -> int:
     writes = args.writes or (5000 if args.full else 500)
     sizes = args.sizes or ("10000,100000,1000000" if args.full else "10000")
 
+    from episodic.cli_output import progress
+
     info = machine()
-    _progress(f"write throughput ({writes} episodes)")
-    w = write_throughput(writes)
-    _progress(f"recall latency (tenants {sizes})")
-    recall = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "recall_at_scale.py"), "--sizes", sizes, "--queries", "30"],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    ).stdout.strip()  # fmt: skip
-    _progress(f"API latency ({args.api_requests} writes + recalls)")
-    latency = api_latency(args.api_requests)
-    _progress(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
-    from benchmarks.mixed_load import run as mixed_load
+    with progress("benchmarks", total=6) as bar:
+        bar.describe(f"write throughput ({writes} episodes)")
+        w = write_throughput(writes)
+        bar.advance()
+        bar.describe(f"recall latency (tenants {sizes})")
+        recall = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "recall_at_scale.py"), "--sizes", sizes, "--queries", "30"],
+            capture_output=True, text=True, check=True, cwd=ROOT,
+        ).stdout.strip()  # fmt: skip
+        bar.advance()
+        bar.describe(f"API latency ({args.api_requests} writes + recalls)")
+        latency = api_latency(args.api_requests)
+        bar.advance()
+        bar.describe(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
+        from benchmarks.mixed_load import run as mixed_load
 
-    load = mixed_load(args.load_clients, args.load_seconds, seed=1000, profile=True)
-    _progress("conversation memory (test split)")
-    from benchmarks.conversations import measure
+        load = mixed_load(args.load_clients, args.load_seconds, seed=1000, profile=True)
+        bar.advance()
+        bar.describe("conversation memory (test split)")
+        from benchmarks.conversations import measure
 
-    conversations = measure("test", only=args.conversations, progress=lambda line: None)
-    _progress("cold imports and package sizes")
-    imports, sizes_bytes = cold_imports(), package_sizes()
+        conversations = measure("test", only=args.conversations, progress=lambda line: None)
+        bar.advance()
+        bar.describe("cold imports and package sizes")
+        imports, sizes_bytes = cold_imports(), package_sizes()
+        bar.advance()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     lines = [

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -47,6 +48,7 @@ def served(tmp_path) -> Iterator[str]:
     env = {
         **os.environ,
         "EPISODIC_TOKENS": f"{AGENT}=acme:agent,{OPERATOR}=acme:operator,{OTHER_AGENT}=globex:agent",
+        "EPISODIC_SWEEP_INTERVAL_SECONDS": "1",  # expiry happens while the test watches
     }
     command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(tmp_path / "d")]
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -209,6 +211,30 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     with Client(served, OPERATOR) as operator:
         assert operator.get(ids["kept"]).summary.startswith("Sam switched")
         assert ids["doomed"] not in {e.event_id for e in operator.iter_timeline(actor_id="sam")}
+
+
+def test_given_an_expired_episode_when_restored_from_the_audit_trail_then_it_is_back_with_a_new_expiry(served, page):
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    with Client(served, AGENT) as agent, Client(served, OPERATOR) as operator:
+        written = agent.remember(
+            episode("Sam's trial licence for the BI tool", "ticket:LIC-1") | {"retention": {"expiresAt": soon}}
+        )
+        deadline = time.monotonic() + 30
+        while not list(operator.iter_audit(event_id=written.event_id, action="episode.expired")):
+            assert time.monotonic() < deadline, "the sweep did not expire the episode"
+            time.sleep(0.5)
+    sign_in(page, served, OPERATOR)
+    page.wait_for_selector("#app:not([hidden])")
+    page.click("nav button[data-tab=audit]")
+    page.click(f"#audit tr[data-action='episode.expired'][data-event-id='{written.event_id}'] button.restore")
+    page.fill("#confirm-date", (datetime.now(UTC) + timedelta(days=30)).date().isoformat())
+    page.click("#confirm-ok")
+    page.wait_for_selector("#detail:not([hidden])")
+    assert "Restored" in page.text_content("#status")
+    assert "episode.restored" in page.text_content("#detail") and "active" in page.text_content("#detail")
+    with Client(served, OPERATOR) as operator:
+        back = operator.get(written.event_id)
+        assert back.status == "active" and back.retention.expires_at is not None
 
 
 def test_given_the_console_page_when_served_then_it_is_self_contained_and_locked_down(served):

@@ -74,7 +74,7 @@ function failed(error) {
 
 const guarded = (fn) => async (...args) => { try { await fn(...args); } catch (error) { failed(error); } };
 
-function confirmAction(text, { expected, reason } = {}) {
+function confirmAction(text, { expected, reason, date } = {}) {
   const dialog = $("#confirm");
   $("#confirm-text").textContent = text;
   $("#confirm-typed-label").hidden = !expected;
@@ -82,11 +82,13 @@ function confirmAction(text, { expected, reason } = {}) {
   $("#confirm-typed").value = "";
   $("#confirm-reason-label").hidden = !reason;
   $("#confirm-reason").value = "";
+  $("#confirm-date-label").hidden = !date;
+  $("#confirm-date").value = "";
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => {
       const ok = dialog.returnValue === "ok" && (!expected || $("#confirm-typed").value.trim() === expected);
       if (dialog.returnValue === "ok" && !ok) say("Not confirmed: the text typed did not match.", "error");
-      resolve(ok ? { reason: $("#confirm-reason").value.trim() || undefined } : null);
+      resolve(ok ? { reason: $("#confirm-reason").value.trim() || undefined, date: $("#confirm-date").value || undefined } : null);
     }, { once: true });
     dialog.showModal();
   });
@@ -308,7 +310,10 @@ async function eraseEpisode(eventId) {
 }
 
 async function restoreEpisode(eventId) {
-  await api("POST", `/v1/episodes/${encodeURIComponent(eventId)}/restore`, { body: {} });
+  const answer = await confirmAction(`Restore episode ${eventId} from the archive into recall?`, { date: true });
+  if (!answer) return;
+  const body = answer.date ? { expiresAt: `${answer.date}T23:59:59Z` } : {};
+  await api("POST", `/v1/episodes/${encodeURIComponent(eventId)}/restore`, { body });
   say(`Restored ${eventId} from the archive.`);
   await openEpisode(eventId);
 }
@@ -356,14 +361,18 @@ function reviewCard({ review, episode }) {
 // -- audit trail -------------------------------------------------------------------------
 
 function auditTable(records) {
-  return el("table", {}, el("thead", {}, el("tr", {}, ["At", "Action", "Episode", "By", "Reasons", "Policy"].map((h) => el("th", {}, h)))),
+  return el("table", {}, el("thead", {}, el("tr", {}, ["At", "Action", "Episode", "By", "Reasons", "Policy", ""].map((h) => el("th", {}, h)))),
     el("tbody", {}, records.map(auditRow)));
 }
 
+const RESTORABLE = ["episode.expired", "episode.archived"];
+
 function auditRow(r) {
-  return el("tr", { "data-action": r.action }, el("td", {}, when(r.at)), el("td", {}, r.action),
+  const restore = r.eventId && RESTORABLE.includes(r.action)
+    ? el("button", { type: "button", class: "restore", onclick: guarded(() => restoreEpisode(r.eventId)) }, "Restore…") : null;
+  return el("tr", { "data-action": r.action, "data-event-id": r.eventId }, el("td", {}, when(r.at)), el("td", {}, r.action),
     el("td", {}, r.eventId ? el("code", {}, r.eventId) : ""), el("td", {}, r.principalId),
-    el("td", {}, (r.reasons || []).join(", ")), el("td", {}, r.policyVersion || ""));
+    el("td", {}, (r.reasons || []).join(", ")), el("td", {}, r.policyVersion || ""), el("td", {}, restore));
 }
 
 async function showAudit(event) {
@@ -378,7 +387,7 @@ async function showAudit(event) {
     cursor = page.nextCursor;
   } while (cursor && records.length < 2000);
   records.reverse();
-  $("#audit tbody").replaceChildren(...(records.length ? records.map(auditRow) : [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No audit record in this window."))]));
+  $("#audit tbody").replaceChildren(...(records.length ? records.map(auditRow) : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No audit record in this window."))]));
 }
 
 // -- wiring ------------------------------------------------------------------------------
