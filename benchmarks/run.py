@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     from episodic.cli_output import progress
 
     info = machine()
-    with progress("benchmarks", total=6) as bar:
+    with progress("benchmarks", total=7) as bar:
         bar.describe(f"write throughput ({writes} episodes)")
         w = write_throughput(writes)
         bar.advance()
@@ -282,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.conversations import measure
 
         conversations = measure("test", only=args.conversations, progress=lambda line: None)
+        bar.advance()
+        bar.describe("query embedding under concurrency (1, 4, 8 clients)")
+        from benchmarks.embedding_concurrency import measure as embedding_concurrency
+        from benchmarks.embedding_concurrency import section as embedding_section
+
+        embedding = embedding_concurrency((1, 4, 8))
         bar.advance()
         bar.describe("cold imports and package sizes")
         imports, sizes_bytes = cold_imports(), package_sizes()
@@ -336,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"- {name}: {share:.0%}" for name, share in load["stages"]],
         "",
         *conversation_section(conversations),
+        *embedding_section(embedding),
         "## Lambda handlers: cold import (best of 3, fresh interpreter) and package size (zipped)",
         "",
         "| module | cold import |",

@@ -8,7 +8,8 @@ def test_given_tiny_sizes_when_the_benchmark_runs_then_every_section_is_reported
     argv = ["--writes", "100", "--sizes", "2000", "--api-requests", "3", "--conversations", "cv07", "--out", str(out)]
     assert main(["bench", *argv]) == 0
     report = out.read_text()
-    sections = ("Write throughput", "Scoped recall latency", "API latency", "Conversation memory", "cold import")
+    sections = ("Write throughput", "Scoped recall latency", "API latency", "Conversation memory", "cold import",
+                "Query embedding under concurrency")  # fmt: skip
     for section in (*sections, "Peak memory"):
         assert section in report
     assert "2,000" in report and "functions.api" in report

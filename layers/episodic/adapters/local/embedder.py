@@ -9,13 +9,29 @@ pay for it. Texts are embedded in batches; a small LRU cache spares repeated que
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
+
+
+SMALL_PASS = 2
+"""A pass of at most this many texts runs on one core (see the module docstring)."""
+
+
+@dataclass
+class _Pending:
+    """Texts waiting for the worker, and where their vectors (or the failure) go."""
+
+    texts: list[str]
+    vectors: list[Any] = field(default_factory=list)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 class MiniLMEmbedder:
@@ -34,6 +50,12 @@ class MiniLMEmbedder:
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
+        self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+        self.passes = 0
+        """Forward passes run so far (with :attr:`texts_encoded`, how well requests were gathered)."""
+        self.texts_encoded = 0
 
     def warm_up(self) -> threading.Thread:
         thread = threading.Thread(target=self._load, name="minilm-load", daemon=True)
@@ -64,13 +86,7 @@ class MiniLMEmbedder:
                     missing.setdefault(text, []).append(i)
         if missing:
             unique = list(missing)
-            vectors = self._load().encode(
-                unique,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            vectors = self._through_worker(unique)
             with self._cache_lock:
                 for text, vector in zip(unique, vectors, strict=True):
                     for i in missing[text]:
@@ -79,3 +95,54 @@ class MiniLMEmbedder:
                     while len(self._cache) > self._cache_size:
                         self._cache.popitem(last=False)
         return results
+
+    def _through_worker(self, texts: list[str]) -> list[Any]:
+        """The vectors of ``texts``, computed by the worker in its next forward pass."""
+        pending = _Pending(texts)
+        self._start_worker()
+        self._pending.put(pending)
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.vectors
+
+    def _start_worker(self) -> None:
+        with self._worker_lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._work, name="minilm-worker", daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        """Forever: take what is waiting (at least one request), encode it in one pass, hand back."""
+        import torch
+
+        cores = max(1, torch.get_num_threads())
+        while True:
+            gathered = [self._pending.get()]
+            while True:
+                try:
+                    gathered.append(self._pending.get_nowait())
+                except queue.Empty:
+                    break
+            texts = [text for pending in gathered for text in pending.texts]
+            try:
+                torch.set_num_threads(1 if len(texts) <= SMALL_PASS else cores)
+                vectors = self._load().encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except BaseException as failure:  # handed to every waiting caller, never lost here
+                for pending in gathered:
+                    pending.error = failure
+                    pending.done.set()
+                continue
+            self.passes += 1
+            self.texts_encoded += len(texts)
+            start = 0
+            for pending in gathered:
+                pending.vectors = list(vectors[start : start + len(pending.texts)])
+                start += len(pending.texts)
+                pending.done.set()
