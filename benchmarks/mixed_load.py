@@ -109,10 +109,11 @@ def _episode(tenant: str, n: int, salt: str) -> dict[str, Any]:
     }
 
 
-def _start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def _start_server(data_dir: Path, port: int, workers: int = 1) -> subprocess.Popen[bytes]:
     env = {**os.environ, "EPISODIC_TOKENS": ",".join(f"{t}={tenant}:agent" for tenant, t in TOKENS.items())}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)]
+    command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data_dir),
+               "--workers", str(workers)]  # fmt: skip
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -196,11 +197,11 @@ def quantile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) > 2 else (max(values) if values else 0.0)
 
 
-def run(clients: int, seconds: float, seed: int, profile: bool) -> dict[str, Any]:
+def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1) -> dict[str, Any]:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="episodic-load-") as tmp:
-        server = _start_server(Path(tmp) / "data", port)
+        server = _start_server(Path(tmp) / "data", port, workers)
         try:
             _seed(base, seed)
             out: dict[str, Any] = {"write": [], "recall": [], "errors": 0, "acknowledged": []}
@@ -234,6 +235,7 @@ def run(clients: int, seconds: float, seed: int, profile: bool) -> dict[str, Any
     everything = out["write"] + out["recall"]
     return {
         "clients": clients,
+        "workers": workers,
         "seconds": round(wall, 1),
         "requests": len(everything),
         "per_second": round(len(everything) / wall, 1),
@@ -256,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1000, help="episodes per tenant before the load")
     parser.add_argument("--profile", action="store_true", help="sample the server with py-spy (if installed)")
+    parser.add_argument("--workers", type=int, default=1, help="episodic serve --workers")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.clients, args.seconds, args.seed, args.profile), indent=2))
+    print(json.dumps(run(args.clients, args.seconds, args.seed, args.profile, args.workers), indent=2))
     return 0
 
 

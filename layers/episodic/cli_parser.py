@@ -66,6 +66,9 @@ def _serve(serve: argparse.ArgumentParser) -> None:
         default="local",
         help="local: SQLite; aws-local: the AWS backend over moto's server on loopback (in memory)",
     )
+    serve.add_argument(
+        "--workers", type=int, default=1, help="server processes over the one data dir (Linux; local backend)"
+    )
 
 
 def _mcp(mcp: argparse.ArgumentParser) -> None:

@@ -1,0 +1,99 @@
+"""``episodic serve --workers 2`` (issue #14): two processes over one data dir answer
+concurrent writers without losing or duplicating a write, both see every write, and no worker
+outlives the first process, even one killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from episodic.client import Client
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = "workers-agent-token-0001"
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--workers needs Linux")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def children_of(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in found]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_given_two_workers_when_agents_write_at_once_then_every_write_lands_once_and_the_workers_die_with_the_server(
+    tmp_path,
+):
+    port = free_port()
+    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
+    command = [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--port", str(port),
+               "--data-dir", str(tmp_path / "d")]  # fmt: skip
+    server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, "episodic serve --workers 2 exited"
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "no answer in 120 s"
+                time.sleep(0.3)
+        [worker] = children_of(server.pid)
+
+        def write(n: int) -> str:
+            with Client(base, AGENT) as agent:
+                result = agent.remember(
+                    {"eventType": "task_milestone", "actorId": "sam", "occurredAt": "2026-11-20T18:00:00Z",
+                     "summary": f"Sam shipped release {n} of the billing service", "sourceRefs": [f"rel:{n}"],
+                     "sourceTrust": "tool_result"},
+                    idempotency_key=f"release-{n}",
+                )  # fmt: skip
+                return str(result.event_id)
+
+        with ThreadPoolExecutor(8) as pool:
+            ids = list(pool.map(write, range(40)))
+            again = list(pool.map(write, range(40)))  # replays, whichever process answers
+        assert len(set(ids)) == 40 and again == ids
+        with Client(base, AGENT) as agent:
+            assert sorted(e.event_id for e in agent.iter_timeline(actor_id="sam")) == sorted(ids)
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(worker), "a worker outlived the server"
+
+
+def test_given_workers_with_the_aws_local_backend_when_served_then_it_is_refused(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--backend", "aws-local",
+         "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "needs the local backend" in done.stderr
