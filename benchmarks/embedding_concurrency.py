@@ -59,7 +59,7 @@ def section(rows: list[dict[str, Any]]) -> list[str]:
         "## Query embedding under concurrency (`benchmarks/embedding_concurrency.py`)",
         "",
         "Distinct one-line queries; *before*: every client thread calls the model itself; *after*: the",
-        "embedder's worker gathers what waits into one forward pass (one core for a handful of texts).",
+        "embedder's worker gathers what waits into one forward pass (one core for one or two texts).",
         "",
         "| clients | before: queries/s | before: p50 | after: queries/s | after: p50 | throughput ratio |",
         "|---:|---:|---:|---:|---:|---:|",

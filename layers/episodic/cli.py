@@ -262,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["bench"]:
         from benchmarks.run import main as bench_main
 
+        _quiet_logs(0)
         return bench_main(argv[1:])
     args = parser.parse_args(argv)
     _quiet_logs(args.verbose)

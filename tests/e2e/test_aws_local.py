@@ -6,19 +6,18 @@ do is tested with recorded events in tests/integration.)"""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from episodic.adapters.aws.on_laptop import FAKE_CREDENTIALS, aws_on_laptop
 from episodic.client import ApiError, Client
 from episodic.model import Caller, EpisodeProposal, Role
 from episodic.settings import Settings
+from tests.support.processes import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = "aws-local-agent-token-1"
@@ -29,12 +28,6 @@ def episode(summary: str) -> dict[str, object]:
             "summary": summary, "sourceRefs": ["ticket:1"], "sourceTrust": "tool_result"}  # fmt: skip
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_given_aws_local_when_served_then_an_agent_writes_recalls_and_erases_over_the_aws_code(tmp_path):
     port = free_port()
     env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
@@ -43,15 +36,7 @@ def test_given_aws_local_when_served_then_an_agent_writes_recalls_and_erases_ove
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, "episodic serve --backend aws-local exited"
-            try:
-                health = httpx.get(f"{base}/v1/health", timeout=2).json()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "no answer in 120 s"
-                time.sleep(0.3)
+        health = wait_healthy(process, base)
         assert health["backend"] == "aws-dynamodb"
         with Client(base, AGENT) as agent:
             written = agent.remember(episode("Sam moved the weekly report to Thursdays"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from episodic.client import ApiError, Client
+from tests.support.processes import free_port, wait_healthy
 
 CHROMIUM = Path("/usr/bin/chromium")
 AGENT = "console-agent-token-0001"
@@ -33,12 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install -y chromium)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -54,16 +48,7 @@ def served(tmp_path) -> Iterator[str]:
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, "episodic serve exited"
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "episodic serve did not start in 120 s"
-            time.sleep(0.3)
+        wait_healthy(process, base)
         yield base
     finally:
         process.terminate()

@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from episodic.adapters.local.bootstrap import build_local_service
 from episodic.settings import Settings
 from tests.e2e.conftest import AGENT_TOKEN, GLOBEX_TOKEN, TOKEN_SPEC, serving
+from tests.support.processes import free_port
 
 EPISODE = {
     "summary": "Sam decided to move the weekly report to Thursdays because the data lands on Wednesday night",
@@ -172,12 +173,6 @@ def test_given_a_conversation_when_remembered_through_the_tool_then_small_talk_i
         assert decisions == {"s1-t1": "deny", "s1-t2": "allow"}
 
     run(stdio(base_url, AGENT_TOKEN, "--actor", "sam"), scenario)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

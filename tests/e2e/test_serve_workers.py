@@ -6,28 +6,21 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
 from episodic.client import Client
+from tests.support.processes import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = "workers-agent-token-0001"
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--workers needs Linux")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def children_of(pid: int) -> list[int]:
@@ -54,15 +47,7 @@ def test_given_two_workers_when_agents_write_at_once_then_every_write_lands_once
     server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, "episodic serve --workers 2 exited"
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "no answer in 120 s"
-                time.sleep(0.3)
+        wait_healthy(server, base)
         [worker] = children_of(server.pid)
 
         def write(n: int) -> str:
