@@ -1,12 +1,22 @@
-"""Build the core layer's dependencies for Lambda without Docker: ``make layer``.
+"""Build the layers' dependencies for Lambda without Docker: ``make layer``.
 
 pip fetches wheels for Lambda's platform -- CPython 3.13 on arm64, manylinux2014 -- with
 ``--only-binary=:all:``, so nothing is compiled on this machine and the result does not depend
-on it. The packages are the project's runtime dependencies plus the ``aws`` extra (read from
-pyproject.toml, so there is one list), less boto3, which the Lambda runtime provides. The
-``episodic`` source itself is added by the CDK asset at every synth, so it is never stale.
+on it. Two dependency sets, one per kind of function (issue #14: nothing in a function that
+its handler does not import):
 
-``build/layer/.complete`` is written last; the CDK app uses the build only when it exists.
+* ``core`` -- the service's handlers (API, stream, ingestion, workflows): the project's runtime
+  dependencies and the ``aws`` extra (read from pyproject.toml, so there is one list), less
+  boto3 (the Lambda runtime provides it), httpx (the SDK's, no handler imports it) and PyJWT
+  with cryptography (the authorizer's alone); opensearch-py 3 pulls in opensearch-protobufs,
+  grpcio and protobuf, which it never imports, so they are pruned after the install, and
+  test suites, type stubs and numpy's build-only parts are stripped (:func:`strip`);
+* ``auth`` -- the authorizer, which imports PyJWT (with cryptography for RS256) and Powertools'
+  logger and parameters, and nothing of the core.
+
+The ``episodic`` source is added to the core layer by the CDK asset at every synth, so it is
+never stale. ``build/layer/.complete`` is written last; the CDK app uses the build only when it
+exists. The sizes are printed per function.
 """
 
 from __future__ import annotations
@@ -16,11 +26,18 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from infra.config import LAYER_BUILD, LAYER_READY, ROOT
 
 IN_RUNTIME = frozenset({"boto3", "botocore", "s3transfer"})  # provided by Lambda's Python runtime
-# The layer comes first on sys.path, so nothing in it may break the runtime's botocore.
+NOT_IN_CORE = frozenset({"httpx", "pyjwt"})  # the SDK's; the authorizer's (its own layer)
+PRUNED = ("opensearch-protobufs", "grpcio", "protobuf")
+"""Installed by opensearch-py 3's requirements, never imported by it or by this project."""
+NEVER_IMPORTED = ("numpy/f2py", "numpy/_core/include")
+"""Parts of installed packages no handler imports: Fortran wrapping and C headers for builds."""
+AUTH = ("PyJWT[crypto]>=2.8", "aws-lambda-powertools>=3.10,<4")
+# A layer comes first on sys.path, so nothing in it may break the runtime's botocore.
 BOTOCORE_COMPATIBLE = ("python-dateutil>=2.1,<3", "jmespath>=0.7.1,<2", "urllib3>=1.25.4,<3")
 PLATFORM = ("--platform", "manylinux2014_aarch64", "--implementation", "cp", "--python-version", "3.13")
 
@@ -30,36 +47,73 @@ def _name(requirement: str) -> str:
 
 
 def requirements() -> list[str]:
+    """The core layer's requirements."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = [*project["dependencies"], *project["optional-dependencies"]["aws"]]
-    return sorted({r for r in wanted if _name(r) not in IN_RUNTIME}, key=_name)
+    return sorted({r for r in wanted if _name(r) not in IN_RUNTIME | NOT_IN_CORE}, key=_name)
 
 
-def main() -> None:
-    shutil.rmtree(LAYER_BUILD, ignore_errors=True)
-    target = LAYER_BUILD / "python"
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-compile",
-        "--only-binary=:all:",
-        *PLATFORM,
-        "--target",
-        str(target),
-        *requirements(),
-        *BOTOCORE_COMPATIBLE,
-    ]
+def _install(target: Path, packages: list[str] | tuple[str, ...]) -> None:
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--only-binary=:all:",
+               *PLATFORM, "--target", str(target), *packages, *BOTOCORE_COMPATIBLE]  # fmt: skip
     print("+", " ".join(command))
     subprocess.run(command, check=True)
     leaked = sorted(p.name for p in target.iterdir() if p.name in IN_RUNTIME)
     if leaked:
         raise SystemExit(f"a dependency pulled in {leaked}, which the runtime provides; pin it out first")
+
+
+def prune(target: Path, distributions: tuple[str, ...]) -> list[str]:
+    """Remove installed distributions file by file, as their ``RECORD`` lists them."""
+    removed = []
+    for record in target.glob("*.dist-info/RECORD"):
+        dist = record.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0].lower().replace("_", "-")
+        if dist not in distributions:
+            continue
+        for line in record.read_text().splitlines():
+            path = target / line.split(",", 1)[0]
+            if path.is_file():
+                path.unlink()
+        shutil.rmtree(record.parent, ignore_errors=True)
+        removed.append(dist)
+    for folder in sorted((p for p in target.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    return sorted(removed)
+
+
+def strip(target: Path) -> float:
+    """Remove what no handler imports from installed packages -- test suites, type stubs,
+    :data:`NEVER_IMPORTED` -- and return the MiB saved."""
+    before = size_mib(target)
+    doomed = [*target.glob("*/**/tests"), *(target / part for part in NEVER_IMPORTED)]
+    for folder in doomed:
+        if folder.is_dir():
+            shutil.rmtree(folder)
+    for stub in target.rglob("*.pyi"):
+        stub.unlink()
+    return before - size_mib(target)
+
+
+def size_mib(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
+
+
+def main() -> None:
+    shutil.rmtree(LAYER_BUILD, ignore_errors=True)
+    core, auth = LAYER_BUILD / "core" / "python", LAYER_BUILD / "auth" / "python"
+    _install(core, requirements())
+    print(f"pruned from the core layer (never imported): {', '.join(prune(core, PRUNED)) or 'nothing'}")
+    _install(auth, AUTH)
+    saved = strip(core) + strip(auth)
+    print(f"stripped {saved:.1f} MiB of test suites, type stubs and build headers")
     LAYER_READY.write_text("built by `make layer`\n")
-    size = sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
-    print(f"layer dependencies in {target}: {size / 2**20:.0f} MiB unzipped (Lambda allows 250 MiB in all)")
+    source = size_mib(ROOT / "layers" / "episodic")
+    handlers = size_mib(ROOT / "functions")
+    print("unzipped, per function (Lambda allows 250 MiB in all):")
+    print(f"  API, stream, ingestion, workflows: {size_mib(core) + source + handlers:.1f} MiB "
+          f"(dependencies {size_mib(core):.1f} + episodic {source:.1f} + handlers {handlers:.2f})")  # fmt: skip
+    print(f"  authorizer: {size_mib(auth) + handlers:.1f} MiB (dependencies {size_mib(auth):.1f})")
 
 
 if __name__ == "__main__":

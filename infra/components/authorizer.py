@@ -53,6 +53,7 @@ class Authorizer(StackLevelScope):
             "functions.authorizer.handler",
             "API Gateway authorizer: bearer JWT -> tenant, role, principal",
             environment=environment,
+            layer=functions.code.auth_layer,  # PyJWT and Powertools only: it imports nothing of the core
             memory_mb=256,
             timeout=cdk.Duration.seconds(10),
         )

@@ -1,14 +1,16 @@
-"""The Lambda code: the thin handlers as one asset, the ``episodic`` core as one layer.
+"""The Lambda code: the thin handlers as one asset, the ``episodic`` core as one layer, the
+authorizer's dependencies as another.
 
 Both are staged by *local* bundling (a Python callback CDK runs instead of Docker), so a
 synth needs neither Docker nor network:
 
 * the function asset holds ``functions/*.py`` as the package ``functions`` (handlers are
   ``functions.api.handler`` and so on, as locally) and the ingestion mapping file;
-* the layer holds ``python/episodic`` (current source, always) plus the third-party
+* the core layer holds ``python/episodic`` (current source, always) plus the third-party
   dependencies that ``make layer`` installed for Lambda's Python 3.13 on arm64 into
-  ``build/layer/python``. Without that build the layer carries the pure-Python source only:
-  enough to synthesise, test and lint the template, **not** to run -- deploy after
+  ``build/layer/core/python``; the authorizer's layer holds ``build/layer/auth/python``.
+  Without that build the core layer carries the pure-Python source only and the authorizer's
+  a note: enough to synthesise, test and lint the template, **not** to run -- deploy after
   ``make layer``.
 """
 
@@ -25,6 +27,7 @@ from constructs import Construct
 from infra.config import LAYER_BUILD, LAYER_READY, ROOT
 
 FUNCTIONS_DIR = ROOT / "functions"
+UNBUILT_NOTE = ROOT / "infra" / "components" / "unbuilt_layer.txt"
 CORE_DIR = ROOT / "layers" / "episodic"
 MAPPING_IN_ASSET = "ingest/mapping.json"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache")
@@ -58,25 +61,42 @@ def _bundled(source: Path, *copies: tuple[Path, str]) -> lambda_.Code:
 
 
 def layer_dependencies() -> Path | None:
-    """``build/layer/python`` when ``make layer`` completed, else None (source-only layer)."""
-    return LAYER_BUILD / "python" if LAYER_READY.exists() else None
+    """``build/layer`` (``core/python`` and ``auth/python``) when ``make layer`` completed, else
+    None (source-only layers)."""
+    return LAYER_BUILD if LAYER_READY.exists() else None
 
 
 class LambdaCode(Construct):
-    """The function asset and the core layer, shared by every function of the stack."""
+    """The function asset and two layers: ``layer`` (the core and its dependencies) for the
+    service's functions, ``auth_layer`` (PyJWT, Powertools) for the authorizer alone."""
 
     def __init__(self, scope: Construct, id: str, *, mapping_file: Path, dependencies: Path | None) -> None:
         super().__init__(scope, id)
         self.handlers = _bundled(FUNCTIONS_DIR, (FUNCTIONS_DIR, "functions"), (mapping_file, MAPPING_IN_ASSET))
-        copies = [(dependencies, "python")] if dependencies else []
+        copies = [(dependencies / "core" / "python", "python")] if dependencies else []
         copies.append((CORE_DIR, "python/episodic"))
-        self.layer = lambda_.LayerVersion(
-            self,
+        self.layer = self._layer(
             "Core",
-            code=_bundled(CORE_DIR, *copies),
-            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
-            compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="episodic core + runtime dependencies (make layer)"
+            _bundled(CORE_DIR, *copies),
+            "episodic core + runtime dependencies (make layer)"
             if dependencies
             else "episodic core source only: run `make layer` before deploying",
+        )
+        auth = (dependencies / "auth" / "python", "python") if dependencies else (UNBUILT_NOTE, "python/UNBUILT.txt")
+        self.auth_layer = self._layer(
+            "Auth",
+            _bundled(UNBUILT_NOTE.parent, auth),
+            "authorizer dependencies: PyJWT, Powertools (make layer)"
+            if dependencies
+            else "authorizer layer not built: run `make layer` before deploying",
+        )
+
+    def _layer(self, id: str, code: lambda_.Code, description: str) -> lambda_.LayerVersion:
+        return lambda_.LayerVersion(
+            self,
+            id,
+            code=code,
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description=description,
         )

@@ -59,6 +59,7 @@ class ServiceFunction(Construct):
         handler: str,
         description: str,
         environment: dict[str, str],
+        layer: lambda_.ILayerVersion,
         key: kms.IKey,
         log_retention: logs.RetentionDays,
         memory_mb: int = 512,
@@ -80,7 +81,7 @@ class ServiceFunction(Construct):
             code=code.handlers,
             handler=handler,
             description=description,
-            layers=[code.layer],
+            layers=[layer],
             environment=environment,
             role=self.role,
             memory_size=memory_mb,
@@ -133,14 +134,29 @@ class FunctionFactory:
     ) -> ServiceFunction:
         """A function of the service: the service environment plus ``environment``."""
         return self.function(
-            scope, id, handler, description, environment={**self.service_environment, **(environment or {})}, **props
+            scope,
+            id,
+            handler,
+            description,
+            environment={**self.service_environment, **(environment or {})},
+            layer=self.code.layer,
+            **props,
         )
 
     def function(
-        self, scope: Construct, id: str, handler: str, description: str, *, environment: Mapping[str, str], **props: Any
+        self,
+        scope: Construct,
+        id: str,
+        handler: str,
+        description: str,
+        *,
+        environment: Mapping[str, str],
+        layer: lambda_.ILayerVersion,
+        **props: Any,
     ) -> ServiceFunction:
-        """A function with ``environment`` only. Its role, like every role of the stack, carries
-        the audit table's append-only deny."""
+        """A function with ``environment`` only and the given layer (the core's for the service,
+        its own for the authorizer). Its role, like every role of the stack, carries the audit
+        table's append-only deny."""
         made = ServiceFunction(
             scope,
             id,
@@ -148,6 +164,7 @@ class FunctionFactory:
             handler=handler,
             description=description,
             environment=dict(environment),
+            layer=layer,
             key=self.key,
             log_retention=self.log_retention,
             **props,

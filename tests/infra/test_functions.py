@@ -43,7 +43,8 @@ def test_every_function_is_python_313_on_arm64_traced_with_json_logs_in_its_own_
         group = dev.template["Resources"][props["LoggingConfig"]["LogGroup"]["Ref"]]["Properties"]
         assert group["RetentionInDays"] == dev.stack.config.log_retention_days, name
         assert "KmsKeyId" in group, name
-        assert props["Layers"] == [dev.ref(dev.stack.code.layer)], name
+        layer = dev.stack.code.auth_layer if name == "Authorizer" else dev.stack.code.layer
+        assert props["Layers"] == [dev.ref(layer)], name  # the authorizer imports nothing of the core
 
 
 def test_every_function_has_a_role_of_its_own_without_aws_managed_policies(dev):
@@ -105,9 +106,10 @@ def test_the_layer_ships_the_core_under_python_for_lambdas_import_path(dev):
     [asset] = [d for d in dev.outdir.glob("asset.*") if (d / "python" / "episodic").is_dir()]
     assert (asset / "python" / "episodic" / "adapters" / "aws" / "tables.py").exists()
     assert (asset / "python" / "episodic" / "policy" / "data" / "chatter_train.jsonl").exists()
-    layer = dev.template["Resources"][dev.logical_id(dev.stack.code.layer)]["Properties"]
-    assert layer["CompatibleRuntimes"] == ["python3.13"]
-    assert layer["CompatibleArchitectures"] == ["arm64"]
+    for built in (dev.stack.code.layer, dev.stack.code.auth_layer):
+        layer = dev.template["Resources"][dev.logical_id(built)]["Properties"]
+        assert layer["CompatibleRuntimes"] == ["python3.13"]
+        assert layer["CompatibleArchitectures"] == ["arm64"]
 
 
 def test_the_stream_mapping_bisects_reports_item_failures_retries_a_bounded_number_of_times_and_parks_failures(dev):
