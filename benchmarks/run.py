@@ -145,24 +145,34 @@ def write_throughput(count: int) -> dict[str, float]:
     }
 
 
-def api_latency(requests: int) -> dict[str, float]:
+def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, float]:
+    """Writes and tenant-wide recalls over HTTP, one client, distinct queries, against a tenant
+    of ``tenant_size`` episodes (seeded untimed); and, interleaved in the same run, the model's
+    own time to encode one fresh query -- the bound issue #14 measures recall against."""
     import httpx
 
+    from benchmarks.ingest_throughput import proposals
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
+    from episodic.model import Caller, Role
     from episodic.settings import Settings
     from functions import api
 
     token = "bench-token-000000001"
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)))
+        seed = proposals(tenant_size, "api")
+        caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
+        for start in range(0, tenant_size, 100):
+            service.remember_batch(caller, seed[start : start + 100])
+        model = service.embedder._load()
         api.set_service(service)
         server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(f"{token}=acme:agent"), "bench"), api.handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         client = httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}",
                               headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
-        timings: dict[str, list[float]] = {"write": [], "recall": []}
+        timings: dict[str, list[float]] = {"write": [], "recall": [], "model": []}
         for n in range(requests + 1):
             body = {"eventType": "tool_observed_event", "actorId": f"a{n % 5}", "occurredAt": "2026-11-28T10:00:00Z",
                     "summary": f"Nightly export {n} wrote {n * 7} rows to the warehouse", "sourceRefs": [f"job:{n}"],
@@ -171,14 +181,15 @@ def api_latency(requests: int) -> dict[str, float]:
             assert client.post("/v1/episodes", json=body).status_code == 201
             write = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
-            assert (
-                client.post("/v1/recall", json={"query": f"rows exported {n}", "actorId": f"a{n % 5}"}).status_code
-                == 200
-            )
+            assert client.post("/v1/recall", json={"query": f"which job raised alert number {n}?"}).status_code == 200
             recall = (time.perf_counter() - t0) * 1000
-            if n:  # the first pair loads the model
+            t0 = time.perf_counter()
+            model.encode([f"which job raised alert {n} on the gateway?"], show_progress_bar=False)
+            alone = (time.perf_counter() - t0) * 1000
+            if n:  # the first round loads the model
                 timings["write"].append(write)
                 timings["recall"].append(recall)
+                timings["model"].append(alone)
         server.shutdown()
         server.server_close()
         api.set_service(None)
@@ -255,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="tenant sizes for recall, e.g. 10000,100000")
     parser.add_argument("--api-requests", type=int, default=50)
+    parser.add_argument("--api-tenant", type=int, default=2000, help="episodes in the API latency tenant")
     parser.add_argument("--load-clients", type=int, default=16)
     parser.add_argument("--load-seconds", type=float, default=30)
     parser.add_argument(
@@ -279,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         ).stdout.strip()  # fmt: skip
         bar.advance()
         bar.describe(f"API latency ({args.api_requests} writes + recalls)")
-        latency = api_latency(args.api_requests)
+        latency = api_latency(args.api_requests, args.api_tenant)
         bar.advance()
         bar.describe(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
         from benchmarks.mixed_load import run as mixed_load
@@ -330,12 +342,17 @@ def main(argv: list[str] | None = None) -> int:
         recall,
         "```",
         "",
-        "## End-to-end API latency (local HTTP server, real model)",
+        f"## End-to-end API latency (local HTTP server, real model, one client, tenant of {args.api_tenant:,})",
         "",
-        "| request | p50 | p99 |",
-        "|---|---:|---:|",
-        f"| POST /v1/episodes | {latency['write_p50_ms']:.1f} ms | {latency['write_p99_ms']:.1f} ms |",
-        f"| POST /v1/recall | {latency['recall_p50_ms']:.1f} ms | {latency['recall_p99_ms']:.1f} ms |",
+        "Recall is tenant-wide with a distinct query each time; the model's own time to encode one",
+        "fresh query is measured in the same run, between the requests (issue #14 asks recall p50 at most twice that).",
+        "",
+        "| request | p50 | p99 | p50 vs model alone |",
+        "|---|---:|---:|---:|",
+        f"| model alone, one query | {latency['model_p50_ms']:.1f} ms | {latency['model_p99_ms']:.1f} ms | 1.00 |",
+        f"| POST /v1/episodes | {latency['write_p50_ms']:.1f} ms | {latency['write_p99_ms']:.1f} ms | |",
+        f"| POST /v1/recall | {latency['recall_p50_ms']:.1f} ms | {latency['recall_p99_ms']:.1f} ms "
+        f"| {latency['recall_p50_ms'] / latency['model_p50_ms']:.2f} |",
         "",
         f"## Mixed load over HTTP ({load['clients']} clients, 30% writes / 70% recalls, two tenants of 1,000)",
         "",

@@ -5,7 +5,8 @@ from episodic.cli import main
 
 def test_given_tiny_sizes_when_the_benchmark_runs_then_every_section_is_reported(tmp_path, capsys):
     out = tmp_path / "BENCHMARKS.md"
-    argv = ["--writes", "100", "--sizes", "2000", "--api-requests", "3", "--conversations", "cv07", "--out", str(out)]
+    argv = ["--writes", "100", "--sizes", "2000", "--api-requests", "3", "--api-tenant", "100",
+            "--conversations", "cv07", "--out", str(out)]  # fmt: skip
     assert main(["bench", *argv]) == 0
     report = out.read_text()
     sections = ("Write throughput", "Scoped recall latency", "API latency", "Conversation memory", "cold import",
