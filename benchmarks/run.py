@@ -153,6 +153,7 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, float]:
 
     from benchmarks.ingest_throughput import proposals
     from episodic.adapters.local.bootstrap import build_local_service
+    from episodic.adapters.local.embedder import MiniLMEmbedder
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
     from episodic.model import Caller, Role
@@ -161,12 +162,13 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, float]:
 
     token = "bench-token-000000001"
     with tempfile.TemporaryDirectory() as tmp:
-        service = build_local_service(Settings(data_dir=Path(tmp)))
+        embedder = MiniLMEmbedder()
+        service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
         seed = proposals(tenant_size, "api")
         caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
         for start in range(0, tenant_size, 100):
             service.remember_batch(caller, seed[start : start + 100])
-        model = service.embedder._load()
+        model = embedder._load()
         api.set_service(service)
         server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(f"{token}=acme:agent"), "bench"), api.handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()

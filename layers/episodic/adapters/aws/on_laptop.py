@@ -11,8 +11,9 @@ Stream, polled as Lambda's event source mapping would.
 
 What it cannot do, because moto cannot: apply DynamoDB TTL (expiry is the in-process sweep),
 serve OpenSearch (recall uses the DynamoDB scoped index, as a stack without a search domain
-does), or run this project's code in Step Functions' Lambda tasks (so no state machine is
-started: reviews are announced on the log and decided through the API). With an ingestion
+does), or run this project's code in Step Functions' Lambda tasks (the state machines are
+created from ``statemachines/`` and a held write starts its review execution, but no task token
+arrives: the operator decides through the API). With an ingestion
 mapping (``EPISODIC_INGEST_MAPPING``) the EventBridge path runs too: the bus, one rule per mapped
 source, the queue, and the ingestion function's body on each batch. Everything lives in moto's
 memory and is gone when the process stops.
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from episodic.ingest import IngestMapping
@@ -260,6 +262,45 @@ def provision_ingestion(mapping: IngestMapping) -> str:
     return str(queue_url)
 
 
+STATEMACHINES = Path(__file__).resolve().parents[4] / "statemachines"
+"""The repository's Amazon States Language files (absent from an installed wheel)."""
+ACCOUNT = "123456789012"  # moto's default account
+
+
+def provision_workflows(settings: Settings) -> str | None:
+    """The review, summarise and forget state machines from ``statemachines/``, with their
+    definition substitutions as the stack makes them, and the review queue; returns the review
+    machine's ARN (None when the definitions are not on disk). moto records executions but does
+    not run this project's Lambda code in them, so no task token ever arrives: a held write
+    still starts its execution, and the operator's decision through the API applies as it does
+    when the decision beats the token."""
+    if not STATEMACHINES.is_dir():
+        return None
+    import boto3
+
+    def function(name: str) -> str:
+        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:episodic-{name}"
+
+    queue = boto3.client("sqs").create_queue(QueueName="episodic-review-requests")["QueueUrl"]
+    substitutions = {
+        "review": {"ReviewQueueUrl": queue, "ReviewTimeoutSeconds": str(int(settings.review_timeout_days * 86400)),
+                   "ExpireReviewFunctionArn": function("expire-review")},
+        "summarise": {"FindBusyActorsFunctionArn": function("find-busy-actors"),
+                      "SummariseActorFunctionArn": function("summarise-actor")},
+        "forget": {"ForgetFunctionArn": function("forget")},
+    }  # fmt: skip
+    sfn = boto3.client("stepfunctions")
+    arns = {}
+    for name, values in substitutions.items():
+        definition = (STATEMACHINES / f"{name}.asl.json").read_text(encoding="utf-8")
+        for key, value in values.items():
+            definition = definition.replace("${" + key + "}", value)
+        arns[name] = sfn.create_state_machine(
+            name=f"episodic-{name}", definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/episodic-workflows"
+        )["stateMachineArn"]
+    return str(arns["review"])
+
+
 @dataclass
 class Laptop:
     """What ``aws_on_laptop`` runs: the service, the pollers, and where moto answers."""
@@ -284,6 +325,7 @@ def aws_on_laptop(settings: Settings, port: int = 0) -> Iterator[Laptop]:
         point_boto3_at(endpoint)
         aws = settings.model_copy(update={"backend": "aws", "aws_region": REGION, "opensearch_endpoint": None})
         provision(aws)
+        aws = aws.model_copy(update={"review_state_machine_arn": provision_workflows(aws)})
         service = service_from_settings(aws)
         processor = stream_processor_from_settings(aws)
         laptop = Laptop(
