@@ -100,3 +100,24 @@ def test_given_bad_turns_when_posted_then_422_and_nothing_is_stored(api: Api) ->
         assert api.post("/v1/sessions/s1/turns", body).status_code == 422
     assert api.post("/v1/sessions/bad%20id/turns", {"turns": SESSION}).status_code == 422
     assert api.get("/v1/timeline", params={"limit": 10}).json()["items"] == []
+
+
+def test_given_a_blank_turn_when_added_then_the_request_is_refused_whole_with_422(api: Api) -> None:
+    blank = [turn(1, "sam", "I moved to Leeds in March."), turn(2, "sam", "\t ")]
+    response = api.post("/v1/sessions/s1/turns", {"turns": blank})
+    assert response.status_code == 422 and "blank" in response.text
+    assert api.get("/v1/timeline").json()["items"] == []  # nothing of the request was written
+
+
+def test_given_turns_at_the_calendar_edges_when_recalled_then_their_neighbours_are_looked_up_without_error(
+    api: Api,
+) -> None:
+    edges = [
+        {"turnId": "e1", "speaker": "sam", "text": "I planted the first olive tree in the old garden.",
+         "occurredAt": "0001-01-01T00:10:00Z"},
+        {"turnId": "e2", "speaker": "sam", "text": "I will plant the last olive tree in the old garden.",
+         "occurredAt": "9999-12-31T23:30:00Z"},
+    ]  # fmt: skip
+    assert api.post("/v1/sessions/edge/turns", {"turns": edges}).status_code == 200
+    found = api.post("/v1/recall", {}).json()
+    assert sorted(ref for item in found["items"] for ref in item["episode"]["sourceRefs"]) == ["e1", "e2"]

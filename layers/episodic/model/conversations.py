@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from episodic.model.episode import CamelModel, Decision, Id, PrivacyClass, UtcDatetime
 from episodic.model.messages import SentenceJudgement
@@ -31,6 +31,15 @@ class Turn(CamelModel):
         default="user", description="The speaker's part: the agent's own turns are `assistant`"
     )
     privacy_class: PrivacyClass = PrivacyClass.INTERNAL
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        """A turn of whitespace says nothing and cannot become an episode: refused with the
+        request (422), as a blank episode summary is, not half-way through the session."""
+        if not text.strip():
+            raise ValueError("text must not be blank")
+        return text
 
 
 class TurnsRequest(CamelModel):

@@ -267,8 +267,8 @@ class Reads:
             actor_id=ep.actor_id,
             event_types=(EventType.CONVERSATION_TURN,),
             tags=(),
-            occurred_after=ep.occurred_at - window,
-            occurred_before=ep.occurred_at + window,
+            occurred_after=_shifted(ep.occurred_at, -window),
+            occurred_before=_shifted(ep.occurred_at, window),
         )
         nearby, _ = self.deps.episodes.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
         same = [e for e in nearby if e.session_id == ep.session_id]
@@ -278,3 +278,13 @@ class Reads:
         chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]
         turns = [NeighbourTurn(event_id=e.event_id, occurred_at=e.occurred_at, summary=e.summary) for e in chosen]
         return item.model_copy(update={"neighbours": turns})
+
+
+def _shifted(moment: datetime, delta: timedelta) -> datetime:
+    """``moment + delta``, held at the calendar's ends: a turn dated 9999-12-31 23:30 still has
+    neighbours to look for, not an ``OverflowError``."""
+    try:
+        return moment + delta
+    except OverflowError:
+        edge = datetime.max if delta > timedelta(0) else datetime.min
+        return edge.replace(tzinfo=moment.tzinfo)
