@@ -33,6 +33,9 @@ AUDIT_CAP = 20_000
 EPISODE_CAP = 10_000
 """Active episodes scored at most for the distribution and the due list."""
 
+REVIEW_CAP = 1_000
+"""Pending reviews counted at most."""
+
 DUE_SHOWN = 50
 """The due list is the first this many, soonest first."""
 
@@ -55,7 +58,7 @@ class Overview:
         decisions, recalls, audit_truncated = self._activity(caller.tenant_id, since)
         episodes, episodes_truncated = self._active(caller, now)
         scores = [(e, retention_score(e, now, self.deps.settings.tag_weights)) for e in episodes]
-        pending = self.deps.reviews.list_reviews(caller.tenant_id, ReviewStatus.PENDING, 1000)
+        pending = self.deps.reviews.list_reviews(caller.tenant_id, ReviewStatus.PENDING, REVIEW_CAP)
         return OperatorOverview(
             since=since,
             until=now,
@@ -65,7 +68,7 @@ class Overview:
             due=self._due(scores, now),
             active_episodes=len(episodes),
             pending_reviews=len(pending),
-            truncated=audit_truncated or episodes_truncated,
+            truncated=audit_truncated or episodes_truncated or len(pending) >= REVIEW_CAP,
         )
 
     def _activity(
