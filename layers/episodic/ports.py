@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from episodic.errors import ConflictError
 from episodic.model import AuditRecord, Episode, EventType, PrivacyClass, Review, ReviewStatus, Status
 from episodic.ranking import Candidate
 
@@ -107,6 +108,10 @@ class Changes:
     reviews_put: list[Review] = field(default_factory=list)
     reviews_close: list[ReviewChange] = field(default_factory=list)
     idempotency: IdempotencyRecord | None = None
+    durable: bool = True
+    """False only for records a caller does not wait on the disk for (the read audit): a store
+    may acknowledge them before they are fsynced, as long as a crash of the process cannot lose
+    them (see ``sqlite_group_commit``); DynamoDB acknowledges nothing before it is durable."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,13 @@ class EpisodeStore(Protocol):
     def apply(self, changes: Changes) -> None:
         """Commit atomically. Raises ``ConflictError`` when a create-once or expected-status
         condition fails (nothing is written then)."""
+        ...
+
+    def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
+        """Commit each set atomically and independently (a store may share one commit among
+        them); for each, the ``ConflictError`` it failed with or ``None``. Any other failure
+        raises: the sets before it may have been written (a retry with the same idempotency
+        keys replays those), the one it hit and those after it were not."""
         ...
 
     def get(self, tenant_id: str, event_id: str) -> Episode | None: ...

@@ -179,20 +179,20 @@ def test_given_an_event_whose_summary_is_chatter_when_delivered_then_the_policy_
 
 
 def test_given_a_storage_failure_on_one_record_when_delivered_then_only_that_record_is_retried(wired, monkeypatch):
-    apply = wired.store.apply
+    apply_many = wired.store.apply_many  # the write path's one commit call
 
-    def globex_unavailable(changes):
-        if changes.tenant_id == "globex":
+    def globex_unavailable(change_sets):
+        if any(changes.tenant_id == "globex" for changes in change_sets):
             raise StorageError("the store is unavailable")
-        apply(changes)
+        return apply_many(change_sets)
 
-    monkeypatch.setattr(wired.store, "apply", globex_unavailable)
+    monkeypatch.setattr(wired.store, "apply_many", globex_unavailable)
     batch = sqs_batch(sample("ticket_closed"), sample("order_shipped"), sample("incident_opened"))
 
     assert invoke(batch) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     assert len(written(wired, ACME)) == 2
 
-    monkeypatch.setattr(wired.store, "apply", apply)  # the store recovers; SQS redelivers the failed record
+    monkeypatch.setattr(wired.store, "apply_many", apply_many)  # the store recovers; SQS redelivers the failed record
     assert invoke(sqs_batch(sample("order_shipped"))) == {"batchItemFailures": []}
     assert [e.actor_id for e in written(wired, GLOBEX)] == ["shopper-1009"]
 

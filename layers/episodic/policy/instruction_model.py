@@ -24,7 +24,7 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -53,14 +53,23 @@ def features(text: str) -> dict[int, float]:
     """Hashed character n-grams of each word (padded with spaces), L2-normalised."""
     buckets: set[int] = set()
     for word in _WORD.findall(reading(text)):
-        padded = f" {word} "
-        for n in NGRAMS:
-            for start in range(max(len(padded) - n + 1, 1)):
-                buckets.add(zlib.crc32(padded[start : start + n].encode()) % BUCKETS)
+        buckets |= word_buckets(word)
     if not buckets:
         return {}
     value = 1.0 / math.sqrt(len(buckets))
     return dict.fromkeys(buckets, value)
+
+
+@lru_cache(maxsize=65536)
+def word_buckets(word: str) -> frozenset[int]:
+    """The buckets of one word's n-grams. Cached: the same few thousand words make up most text,
+    and hashing every n-gram of every word was most of the write policy's time."""
+    padded = f" {word} "
+    return frozenset(
+        zlib.crc32(padded[start : start + n].encode()) % BUCKETS
+        for n in NGRAMS
+        for start in range(max(len(padded) - n + 1, 1))
+    )
 
 
 @dataclass(frozen=True)

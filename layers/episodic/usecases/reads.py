@@ -216,7 +216,8 @@ class Reads:
     ) -> tuple[str, ...]:
         """Audit what was served to whom (ids and a hash of the question as asked -- a time
         phrase included, never text), then count the access for relevance decay; returns what
-        could not be done."""
+        could not be done. Neither waits for the disk (``durable=False``): a recall acknowledges
+        no write, and a crash of the process loses neither (see ``sqlite_group_commit``)."""
         returned = [item.episode.event_id for item in items]
         asked = (request.query or "").strip()
         audit = AuditRecord(
@@ -231,7 +232,7 @@ class Reads:
                 "actorScoped": request.actor_id is not None,
             },
         )
-        self.deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[audit]))
+        self.deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[audit], durable=False))
         if returned:
             try:
                 self.deps.episodes.record_access(caller.tenant_id, returned, now)

@@ -100,7 +100,8 @@ class Writes:
     def _write(
         self, caller: Caller, proposals: list[EpisodeProposal], keys: Sequence[ItemKey | None]
     ) -> list[RememberResult]:
-        """Decide every proposal, embed the storable ones in one batch, commit each item atomically."""
+        """Decide every proposal, embed the storable ones in one batch, commit each item atomically
+        (all of them in one group commit: one fsync per request, not per item)."""
         deps = self.deps
         now = deps.clock.now()
         judged = [deps.policy.decide(p, caller, now, self._superseded(caller, p)) for p in proposals]
@@ -112,43 +113,13 @@ class Writes:
         vectors = deps.embedder.embed([ep.search_text() for _, ep in storable]) if storable else []
         by_index = {i: (ep, vec) for (i, ep), vec in zip(storable, vectors, strict=True)}
 
+        single = len(proposals) == 1
+        staged = [self._stage_item(caller, d, by_index.get(i), keys[i], now, single) for i, (d, _) in enumerate(judged)]
+        conflicts = deps.episodes.apply_many([changes for changes, _ in staged])  # one group commit
         results: list[RememberResult] = []
         requested: list[tuple[Review, Episode]] = []
-        for i, (decision, _) in enumerate(judged):
-            changes = Changes(tenant_id=caller.tenant_id)
-            if i in by_index:
-                episode, vector = by_index[i]
-                try:
-                    result = self._stage_store(caller, decision, episode, vector, changes, now)
-                except InvalidRequestError as exc:
-                    if len(proposals) == 1:
-                        raise
-                    changes = Changes(tenant_id=caller.tenant_id)
-                    result = RememberResult(
-                        decision=Decision.DENY,
-                        reasons=["invalid_reference", *exc.details.get("eventIds", [])],
-                        policy_version=decision.policy_version,
-                    )
-            else:
-                changes.audit.append(deps.audit(caller, "episode.denied", now, None, decision))
-                result = RememberResult(
-                    decision=decision.decision,
-                    reasons=decision.reasons,
-                    policy_version=decision.policy_version,
-                    redactions=decision.redactions,
-                    sentences=decision.sentences,
-                )
-            key = keys[i]
-            if key is not None:
-                changes.idempotency = IdempotencyRecord(
-                    tenant_id=caller.tenant_id,
-                    key=key[0],
-                    request_hash=key[1],
-                    # Decision and ids only, never the episode's text: erasure must leave no copy here.
-                    result=result.model_copy(update={"episode": None}).to_json_dict(),
-                    created_at=now,
-                )
-            committed = self._commit_item(caller, changes, result, key, single=len(proposals) == 1)
+        for i, ((changes, result), conflict) in enumerate(zip(staged, conflicts, strict=True)):
+            committed = result if conflict is None else self._after_conflict(caller, conflict, result, keys[i], single)
             results.append(committed)
             if committed is result and changes.reviews_put and result.episode is not None:
                 requested.append((changes.reviews_put[0], result.episode))  # a replay was notified before
@@ -156,30 +127,71 @@ class Writes:
             deps.notifier.review_requested(review, episode)
         return results
 
+    def _stage_item(
+        self,
+        caller: Caller,
+        decision: PolicyDecision,
+        stored: tuple[Episode, Any] | None,
+        key: ItemKey | None,
+        now: datetime,
+        single: bool,
+    ) -> tuple[Changes, RememberResult]:
+        """One item's change set (the episode or its denial, its audit, its idempotency key) and
+        the result it answers with once committed."""
+        changes = Changes(tenant_id=caller.tenant_id)
+        if stored is not None:
+            try:
+                result = self._stage_store(caller, decision, stored[0], stored[1], changes, now)
+            except InvalidRequestError as exc:
+                if single:
+                    raise
+                changes = Changes(tenant_id=caller.tenant_id)
+                result = RememberResult(
+                    decision=Decision.DENY,
+                    reasons=["invalid_reference", *exc.details.get("eventIds", [])],
+                    policy_version=decision.policy_version,
+                )
+        else:
+            changes.audit.append(self.deps.audit(caller, "episode.denied", now, None, decision))
+            result = RememberResult(
+                decision=decision.decision,
+                reasons=decision.reasons,
+                policy_version=decision.policy_version,
+                redactions=decision.redactions,
+                sentences=decision.sentences,
+            )
+        if key is not None:
+            changes.idempotency = IdempotencyRecord(
+                tenant_id=caller.tenant_id,
+                key=key[0],
+                request_hash=key[1],
+                # Decision and ids only, never the episode's text: erasure must leave no copy here.
+                result=result.model_copy(update={"episode": None}).to_json_dict(),
+                created_at=now,
+            )
+        return changes, result
+
     def _superseded(self, caller: Caller, proposal: EpisodeProposal) -> list[Episode]:
         """The stored episodes a proposal would supersede (the policy judges whether it may)."""
         if not proposal.supersedes_event_ids:
             return []
         return list(self.deps.episodes.get_many(caller.tenant_id, proposal.supersedes_event_ids).values())
 
-    def _commit_item(
-        self, caller: Caller, changes: Changes, result: RememberResult, key: ItemKey | None, single: bool
+    def _after_conflict(
+        self, caller: Caller, conflict: ConflictError, result: RememberResult, key: ItemKey | None, single: bool
     ) -> RememberResult:
-        try:
-            self.deps.episodes.apply(changes)
-            return result
-        except ConflictError:
-            if key is not None:
-                # A concurrent request with the same key committed first: answer with its result.
-                previous = self.deps.episodes.find_idempotency(caller.tenant_id, key[0])
-                if previous is not None:
-                    return self.idempotency.replayed(caller, previous, key[1], key[2])
-            if single:
-                raise
-            # Items are independent: a stale supersede fails this item only.
-            return RememberResult(
-                decision=Decision.DENY, reasons=["conflict", *result.reasons], policy_version=self.deps.policy.version
-            )
+        """What an item whose change set hit a condition answers: the result of the concurrent
+        request that committed the same key first, or (in a batch) a denial of this item alone."""
+        if key is not None:
+            previous = self.deps.episodes.find_idempotency(caller.tenant_id, key[0])
+            if previous is not None:
+                return self.idempotency.replayed(caller, previous, key[1], key[2])
+        if single:
+            raise conflict
+        # Items are independent: a stale supersede fails this item only.
+        return RememberResult(
+            decision=Decision.DENY, reasons=["conflict", *result.reasons], policy_version=self.deps.policy.version
+        )
 
     def _build_episode(self, caller: Caller, p: EpisodeProposal, decision: PolicyDecision, now: datetime) -> Episode:
         assert p.actor_id and p.occurred_at and p.source_trust  # guaranteed by the policy

@@ -56,6 +56,10 @@ class StoreSpyDouble:
         self.applied.append(changes)
         self.real.apply(changes)
 
+    def apply_many(self, change_sets: Sequence[Changes]) -> list[Any]:
+        self.applied.extend(change_sets)
+        return self.real.apply_many(change_sets)
+
     def record_access(self, tenant_id: str, event_ids: Sequence[str], at: Any) -> None:
         if self.fail_record_access:
             raise StorageError("injected: access counts could not be written")

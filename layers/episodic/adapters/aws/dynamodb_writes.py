@@ -34,7 +34,7 @@ from episodic.adapters.aws.dynamodb_items import (
     review_close,
     review_item,
 )
-from episodic.errors import InvalidRequestError, StorageError
+from episodic.errors import ConflictError, InvalidRequestError, StorageError
 from episodic.ports import Changes
 
 MAX_TRANSACTION_ITEMS = 100
@@ -69,6 +69,18 @@ class EpisodeWrites(DynamoBase):
         plan.core += [self._update(review_close(tenant, close)) for close in changes.reviews_close]
         plan.core += [self._audit_put(record) for record in changes.audit]
         self._commit(plan)
+
+    def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
+        """One transaction per set: DynamoDB has no savepoints, and a set may hold up to its
+        100-item cap on its own."""
+        outcomes: list[ConflictError | None] = []
+        for changes in change_sets:
+            try:
+                self.apply(changes)
+                outcomes.append(None)
+            except ConflictError as exc:
+                outcomes.append(exc)
+        return outcomes
 
     def _update(self, update: dict[str, Any]) -> dict[str, Any]:
         """A transaction ``Update`` on the timeline from plain ``UpdateItem`` arguments."""

@@ -7,10 +7,11 @@ number of open files depends on how many reads run *at once*, never on how many 
 or TCP connections the server has served: at most ``MAX_IDLE_READERS`` stay open between
 requests.
 
-Why a write acknowledged is a write kept: every write runs in :meth:`Database._transaction`,
-one ``BEGIN IMMEDIATE`` ... ``COMMIT`` with ``synchronous=FULL``, so by the time the caller
-hears back the commit has reached the WAL on disk; a crash before that rolls the open
-transaction back and loses nothing that was acknowledged.
+Why a write acknowledged is a write kept: every write runs in one ``BEGIN IMMEDIATE`` ...
+``COMMIT`` with ``synchronous=FULL`` (:meth:`Database._transaction`, or the group commit of
+:mod:`.sqlite_group_commit` that change sets share), so by the time the caller hears back the
+commit has reached the WAL on disk; a crash before that rolls the open transaction back and
+loses nothing that was acknowledged.
 
 Why erased text does not linger: every connection runs with ``secure_delete``, so freed
 pages are zeroed (the FTS optimise and WAL truncation after an erasure are in
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from episodic.adapters.local.sqlite_group_commit import GroupCommit
 from episodic.errors import StorageError
 
 SCHEMA_VERSION = 1
@@ -134,6 +136,7 @@ class Database:
         self._idle_count = 0
         self._pool_lock = threading.Lock()
         self._closed = False
+        self._group = GroupCommit(self._writer, self._write_lock)
         with self._write_lock:
             self._writer.executescript(SCHEMA)
             self._writer.execute(

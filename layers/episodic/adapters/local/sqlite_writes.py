@@ -1,10 +1,10 @@
 """The write side of :class:`~episodic.ports.EpisodeStore`, and erasure compaction.
 
-Why one transaction per change set: :meth:`EpisodeWrites.apply` writes the idempotency key,
+Why a change set is all or nothing: :meth:`EpisodeWrites.apply` writes the idempotency key,
 the episodes, their status and stats changes, deletions, reviews and audit records of one
-use case in one :meth:`~.sqlite_database.Database._transaction`, so they are committed (and fsynced)
-together or not at all -- an acknowledged write always has its audit record and its
-idempotency key, and a failed condition leaves nothing behind.
+use case inside one savepoint of a group commit (:mod:`.sqlite_group_commit`), so they are
+committed (and fsynced) together or not at all -- an acknowledged write always has its audit
+record and its idempotency key, and a failed condition leaves nothing behind.
 
 Why the recall index cannot drift: an episode's FTS row, tags, source references and vector
 are written and deleted in the same transaction as the episode row itself.
@@ -20,11 +20,12 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 
 from episodic.adapters.codec import pack_vector
 from episodic.adapters.local.sqlite_database import Database, micros
 from episodic.adapters.local.sqlite_governance import append_audit, close_review, insert_review
-from episodic.errors import ConflictError
+from episodic.errors import ConflictError, StorageError
 from episodic.model import Episode
 from episodic.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
 
@@ -93,6 +94,40 @@ def change_status(conn: sqlite3.Connection, tenant: str, change: StatusChange) -
         raise ConflictError(f"episode {change.event_id} is no longer {change.expected.value}", eventId=change.event_id)
 
 
+def write_changes(conn: sqlite3.Connection, changes: Changes) -> None:
+    """Every statement of one change set, in the order their conditions need."""
+    tenant = changes.tenant_id
+    try:
+        if changes.idempotency is not None:
+            insert_idempotency(conn, tenant, changes.idempotency)
+        for new in changes.put:
+            insert_episode(conn, new.episode, new.vector, new.embedder)
+        for change in changes.status:
+            change_status(conn, tenant, change)
+        for stats in changes.stats:
+            update_stats(conn, tenant, stats)
+        for event_id in changes.delete:
+            delete_episode(conn, tenant, event_id)
+        for review in changes.reviews_put:
+            insert_review(conn, tenant, review)
+        for close in changes.reviews_close:
+            if not close_review(conn, tenant, close):
+                raise ConflictError(f"review {close.review_id} is no longer pending")
+        for record in changes.audit:
+            append_audit(conn, record)
+    except sqlite3.IntegrityError as exc:
+        raise ConflictError(f"create-once condition failed: {exc}") from exc
+
+
+def count_access(conn: sqlite3.Connection, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+    marks = ",".join("?" * len(event_ids))
+    conn.execute(
+        "UPDATE episodes SET doc = json_set(doc, '$.accessCount', json_extract(doc, '$.accessCount') + 1, "
+        f"'$.lastAccessedAt', ?) WHERE tenant_id = ? AND event_id IN ({marks})",
+        (at.isoformat(), tenant_id, *event_ids),
+    )
+
+
 def update_stats(conn: sqlite3.Connection, tenant: str, stats: StatsChange) -> None:
     conn.execute(
         "UPDATE episodes SET doc = json_set(doc, '$.feedbackScore', ?, '$.feedbackCount', ?, "
@@ -107,40 +142,28 @@ class EpisodeWrites(Database):
     def apply(self, changes: Changes) -> None:
         """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
         create-once or expected-status condition fails."""
-        tenant = changes.tenant_id
-        with self._transaction() as conn:
-            try:
-                if changes.idempotency is not None:
-                    insert_idempotency(conn, tenant, changes.idempotency)
-                for new in changes.put:
-                    insert_episode(conn, new.episode, new.vector, new.embedder)
-                for change in changes.status:
-                    change_status(conn, tenant, change)
-                for stats in changes.stats:
-                    update_stats(conn, tenant, stats)
-                for event_id in changes.delete:
-                    delete_episode(conn, tenant, event_id)
-                for review in changes.reviews_put:
-                    insert_review(conn, tenant, review)
-                for close in changes.reviews_close:
-                    if not close_review(conn, tenant, close):
-                        raise ConflictError(f"review {close.review_id} is no longer pending")
-                for record in changes.audit:
-                    append_audit(conn, record)
-            except sqlite3.IntegrityError as exc:
-                raise ConflictError(f"create-once condition failed: {exc}") from exc
+        (error,) = self._group.run([partial(write_changes, changes=changes)], durable=changes.durable)
+        if error is not None:
+            raise error
+
+    def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
+        """Each set atomically, all in one group commit (one fsync for the lot)."""
+        durable = any(c.durable for c in change_sets)
+        errors = self._group.run([partial(write_changes, changes=c) for c in change_sets], durable=durable)
+        for error in errors:
+            if error is not None and not isinstance(error, ConflictError):
+                raise error
+        return [e if isinstance(e, ConflictError) else None for e in errors]
 
     def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
-        """Count a recall of these episodes and remember when it happened."""
+        """Count a recall of these episodes and remember when it happened. Not waited on the
+        disk for (a recall acknowledges no write): see :mod:`.sqlite_group_commit`."""
         if not event_ids:
             return
-        marks = ",".join("?" * len(event_ids))
-        with self._transaction() as conn:
-            conn.execute(
-                "UPDATE episodes SET doc = json_set(doc, '$.accessCount', json_extract(doc, '$.accessCount') + 1, "
-                f"'$.lastAccessedAt', ?) WHERE tenant_id = ? AND event_id IN ({marks})",
-                (at.isoformat(), tenant_id, *event_ids),
-            )
+        count = partial(count_access, tenant_id=tenant_id, event_ids=event_ids, at=at)
+        (error,) = self._group.run([count], durable=False)
+        if error is not None:
+            raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
 
     def compact_after_erasure(self) -> None:
         with self._write_lock:
