@@ -4,6 +4,7 @@ processes, the schedules -- from the command line's arguments."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,10 +44,12 @@ def serve(args: argparse.Namespace) -> int:
 
     host, port = args.host or settings.host, settings.port if args.port is None else args.port
     try:
-        server = create_server(host, port, tokens, rest.handler, request_log=sys.stderr)
+        server = create_server(host, port, tokens, rest.concurrent_handler, request_log=sys.stderr)
     except OSError as exc:
         print(f"episodic: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 2
+    if args.workers > 1:  # each process's model gets its share of the cores, not all of them each
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
     first, children = fork_workers(args.workers)  # before any thread starts or the model loads
     try:
         with _backend(args.backend, settings) as (service, where):

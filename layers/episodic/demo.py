@@ -99,7 +99,7 @@ def _serving(data_dir: Path) -> Iterator[tuple[_Client, _Client]]:
     with build_local_service(Settings(data_dir=data_dir)) as service:
         service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))  # a readable tour
         rest.set_service(service)
-        server = create_server("127.0.0.1", 0, tokens, rest.handler)
+        server = create_server("127.0.0.1", 0, tokens, rest.concurrent_handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_address[1]}"
         try:

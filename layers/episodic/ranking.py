@@ -116,7 +116,7 @@ class Ranker:
         second = None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic)
         weights = self.weights.effective(has_query)
         compared = any(meaning for _, _, meaning in first.values())  # else no floor on meaning
-        items = []
+        scored = []
         for event_id in dict.fromkeys([*first, *(second or {})]):
             episode = episodes[event_id]
             relevance, lexical, own_meaning = first.get(event_id, (0.0, 0.0, 0.0))
@@ -135,17 +135,11 @@ class Ranker:
                 "trust": TRUST_SCORES[episode.source_trust],
                 "confidence": CONFIDENCE_SCORES[episode.confidence],
             }
-            score = sum(weights[k] * v for k, v in parts.items())
-            components = ScoreComponents(
-                lexical=round(lexical, 6),
-                semantic=round(own_meaning, 6),
-                widened=None if again is None else round(again, 6),
-                weights=weights,
-                **{k: round(v, 6) for k, v in parts.items()},
-            )
-            items.append(RecallItem(episode=episode, score=round(score, 6), components=components))
-        items.sort(key=lambda item: (-item.score, -item.episode.occurred_at.timestamp(), item.episode.event_id))
-        return items[:limit]
+            score = round(sum(weights[k] * v for k, v in parts.items()), 6)
+            scored.append((score, episode, parts, lexical, own_meaning, again))
+        scored.sort(key=lambda s: (-s[0], -s[1].occurred_at.timestamp(), s[1].event_id))
+        # Only the items served are built and validated (a pool holds hundreds of candidates).
+        return [_served(*entry, weights) for entry in scored[:limit]]
 
     def _relevance(self, pool: list[Candidate], semantic: bool) -> dict[str, tuple[float, float, float]]:
         """``{event_id: (relevance, lexical, semantic)}``: BM25 normalised by the pool's best,
@@ -165,3 +159,23 @@ class Ranker:
         if relevance < self.weights.min_relevance:
             return False
         return not semantic or meaning >= self.weights.min_semantic
+
+
+def _served(
+    score: float,
+    episode: Episode,
+    parts: dict[str, float],
+    lexical: float,
+    semantic: float,
+    widened: float | None,
+    weights: dict[str, float],
+) -> RecallItem:
+    """One ranked item with its score explained (components rounded as reported)."""
+    components = ScoreComponents(
+        lexical=round(lexical, 6),
+        semantic=round(semantic, 6),
+        widened=None if widened is None else round(widened, 6),
+        weights=weights,
+        **{k: round(v, 6) for k, v in parts.items()},
+    )
+    return RecallItem(episode=episode, score=score, components=components)

@@ -280,19 +280,17 @@ def test_given_private_episodes_when_an_agent_lists_the_tenant_timeline_then_onl
 
 
 def test_given_a_batch_that_failed_midway_when_retried_with_its_key_then_only_missing_items_are_written(service):
-    real_apply, calls = service.store.apply, []
+    real_apply_many = service.store.apply_many
 
-    def failing_third_commit(changes):  # fault injection around the real store
-        calls.append(changes)
-        if len(calls) == 3:
-            raise StorageError("injected: connection lost")
-        return real_apply(changes)
+    def lost_after_two(change_sets):  # fault injection around the real store: two sets commit, then it fails
+        real_apply_many(change_sets[:2])
+        raise StorageError("injected: connection lost")
 
     items = [proposal(summary=f"Customer {n} renewed the annual plan for 3 more seats") for n in range(4)]
-    service.store.apply = failing_third_commit
+    service.store.apply_many = lost_after_two
     with pytest.raises(StorageError):
         service.remember_batch(AGENT, items, idempotency_key="batch-1")
-    service.store.apply = real_apply
+    service.store.apply_many = real_apply_many
     assert len(service.timeline(AGENT).items) == 2
     retried = service.remember_batch(AGENT, items, idempotency_key="batch-1")
     assert [r.decision for r in retried] == [Decision.ALLOW] * 4

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 import functions.api
+from episodic.adapters import rest
 from episodic.adapters.local.bootstrap import build_local_service
 from episodic.adapters.local.server import create_server
 from episodic.adapters.local.tokens import TokenBook, parse_tokens
@@ -75,7 +76,7 @@ def serving(service: MemoryService | None, token_spec: str) -> Iterator[str]:
     ``service`` (None: the caller sets the service itself); yields the base URL."""
     if service is not None:
         functions.api.set_service(service)
-    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(token_spec), "test"), functions.api.handler)
+    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(token_spec), "test"), rest.concurrent_handler)
     thread = threading.Thread(target=server.serve_forever, name="episodic-e2e-server", daemon=True)
     thread.start()
     host, port = server.server_address[:2]

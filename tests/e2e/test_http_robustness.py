@@ -116,8 +116,9 @@ def fast_server(tmp_path) -> Iterator[str]:
 @pytest.mark.parametrize("requests", [6000, pytest.param(20000, marks=pytest.mark.fuzz)])
 def test_given_two_tenants_hammering_at_once_when_served_then_every_answer_is_for_its_own_caller(fast_server, requests):
     """Powertools keeps the request being served in process-wide state: two requests resolved at
-    once could swap callers or bodies (before the fix this run saw a 422 or a 500 a few times in
-    6,000 requests). The handler resolves one request at a time."""
+    once could swap callers or bodies (before the first fix this run saw a 422 or a 500 a few times
+    in 6,000 requests). The resolver now keeps each request's state per thread and serves them at
+    once (``adapters/rest/resolver.py``)."""
     tokens = {"acme": AGENT_TOKEN, "globex": GLOBEX_TOKEN}
     clients = threading.local()
 

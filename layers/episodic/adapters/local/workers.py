@@ -1,13 +1,14 @@
 """Several server processes over one data dir (``episodic serve --workers N``).
 
-The REST resolver keeps the request being served in process-wide state, so one process serves
-one request at a time (see ``adapters/rest/handler.py``); more cores need more processes. The
-listening socket is opened once and the processes fork from there, *before* anything starts a
-thread or loads the model, so each builds its own service (its own SQLite connections, model
-and embedding worker) and the kernel hands each connection to one of them. SQLite's WAL and
-the store's transactions keep them consistent: every write is its own ``BEGIN IMMEDIATE``
-transaction, and the vector cache follows the database by rowid, so each process sees the
-others' writes. Only the first process runs the schedules (sweep, summaries, decay).
+One process resolves many requests at once (``adapters/rest/resolver.py``), but they share one
+interpreter lock: the Python work of a request (validation, the policy, ranking, JSON) uses one
+core at a time, so more cores need more processes. The listening socket is opened once and the
+processes fork from there, *before* anything starts a thread or loads the model, so each builds
+its own service (its own SQLite connections, model and embedding worker) and the kernel hands
+each connection to one of them. SQLite's WAL and the store's transactions keep them consistent:
+every commit is a ``BEGIN IMMEDIATE`` transaction, and the vector cache follows the database by
+rowid, so each process sees the others' writes. Only the first process runs the schedules
+(sweep, summaries, decay).
 
 Linux only: a child asks the kernel to stop it when the first process dies (``PR_SET_PDEATHSIG``),
 so no worker outlives the server it belongs to.

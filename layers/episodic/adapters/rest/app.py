@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
+from episodic.adapters.rest.resolver import ConcurrentRestResolver
 from episodic.errors import EpisodicError, UnauthorizedError
 from episodic.logs import service_logger
 from episodic.model import Caller, CamelModel
@@ -36,7 +37,7 @@ def _read_json(body: str) -> Any:
         raise json.JSONDecodeError(f"the JSON document is {reason}", body[:0], 0) from None
 
 
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_read_json)
+app = ConcurrentRestResolver(enable_validation=True, json_body_deserializer=_read_json)
 app.enable_swagger(
     path="/v1/swagger",
     title="Episodic memory API",

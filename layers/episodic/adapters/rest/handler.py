@@ -1,10 +1,9 @@
-"""The API's entry point: the Lambda handler behind API Gateway, which ``episodic serve``
-calls for every local request too."""
+"""The API's entry points: the Lambda handler behind API Gateway, and the one ``episodic serve``
+calls for every local request (the same application; only the logger's keys are kept per thread)."""
 
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -28,18 +27,23 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
 
 
-_serving = threading.Lock()
-"""Powertools keeps the request being served in process-wide state (``BaseRouter.current_event``
-is a class attribute; the Logger's correlation id too), so two requests resolved at once can
-swap events: one request answered with another's caller or body. Lambda serves one request per
-process; ``episodic serve`` serves many threads, which take turns here."""
-
-
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
-def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return _unsupported_media_type(event) or app.resolve(event, context)
-
-
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    with _serving:
-        return _handle(event, context)
+    """The Lambda entry point: one request per process, so the logger's keys (the request id,
+    cold start, the function) are set for the whole process, as Powertools does."""
+    return _respond(event, context)
+
+
+def concurrent_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The entry point ``episodic serve`` calls from many threads at once: the same application,
+    with the request id kept in thread-local logger keys so a log line names its own request."""
+    request_id = (event.get("requestContext") or {}).get("requestId")
+    logger.thread_safe_append_keys(correlation_id=request_id)
+    try:
+        return _respond(event, context)
+    finally:
+        logger.thread_safe_clear_keys()
+
+
+def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _unsupported_media_type(event) or app.resolve(event, context)

@@ -1,0 +1,106 @@
+"""The API's resolver: Powertools' REST resolver, able to serve many requests at once.
+
+Why: Powertools keeps the request being resolved where every request sees it --
+``BaseRouter.current_event`` and ``lambda_context`` are class attributes, ``context`` (the route,
+its arguments, the parsed request) one dict on the resolver -- and builds each route's
+middleware stack on the route's first request. Lambda resolves one request per process, so that
+is harmless there; ``episodic serve`` answers on many threads, and two requests resolved at once
+could swap callers or bodies. Until issue #14 the local server therefore took one request at a
+time, which kept the model's worker from ever gathering concurrent recalls into one pass.
+
+Here each request's state lives in a :class:`~contextvars.ContextVar` (every server thread has
+its own context), read and written through properties that shadow the class attributes, and
+every route's middleware stack is built once, under a lock, before the first request is resolved.
+Powertools' own ``HttpResolverLocal`` keeps its per-request state the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+
+
+@dataclass
+class _RequestState:
+    event: BaseProxyEvent | None = None
+    lambda_context: Any = None
+    context: dict[str, Any] = field(default_factory=dict)
+    processed_stack_frames: list[str] = field(default_factory=list)
+
+
+class ConcurrentRestResolver(APIGatewayRestResolver):
+    """``APIGatewayRestResolver`` whose request state is per thread (see the module docstring)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._outside_requests = _RequestState()  # what registration and start-up see
+        self._request: ContextVar[_RequestState | None] = ContextVar("episodic_request", default=None)
+        self._stacks_built = False
+        self._stacks_lock = threading.Lock()
+        super().__init__(**options)
+
+    @property
+    def _state(self) -> _RequestState:
+        return self._request.get() or self._outside_requests
+
+    @property  # type: ignore[override]
+    def current_event(self) -> BaseProxyEvent:
+        event = self._state.event
+        if event is None:
+            raise RuntimeError("no request is being resolved on this thread")
+        return event
+
+    @current_event.setter
+    def current_event(self, value: BaseProxyEvent) -> None:
+        self._state.event = value
+
+    @property  # type: ignore[override]
+    def lambda_context(self) -> Any:
+        return self._state.lambda_context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._state.lambda_context = value
+
+    @property  # type: ignore[override]
+    def context(self) -> dict[str, Any]:
+        return self._state.context
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._state.context = value
+
+    @property  # type: ignore[override]
+    def processed_stack_frames(self) -> list[str]:
+        return self._state.processed_stack_frames
+
+    @processed_stack_frames.setter
+    def processed_stack_frames(self, value: list[str]) -> None:
+        self._state.processed_stack_frames = value
+
+    def resolve(self, event: Any, context: Any) -> dict[str, Any]:
+        """Resolve ``event`` with state of its own; Powertools still sets its class attributes,
+        which nothing of this resolver reads."""
+        self._build_stacks()
+        state = _RequestState(event=self._to_proxy_event(event), lambda_context=context)
+        token = self._request.set(state)
+        try:
+            return super().resolve(event, context)
+        finally:
+            self._request.reset(token)
+
+    def _build_stacks(self) -> None:
+        """Every route's middleware stack, built once before any request can race to build it."""
+        if self._stacks_built:
+            return
+        with self._stacks_lock:
+            if self._stacks_built:
+                return
+            for route in [*self._static_routes, *self._dynamic_routes]:
+                if not route._middleware_stack_built:
+                    route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
+            self._stacks_built = True

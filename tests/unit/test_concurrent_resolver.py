@@ -1,0 +1,67 @@
+"""The API's resolver keeps each request's state to its own thread (issue #14: the local server
+now resolves requests at once). Both requests below are held inside their route at the same
+moment by a barrier: with state shared between threads (Powertools' class attributes), the first
+would read the second's event and route arguments after the barrier."""
+
+import threading
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from episodic.adapters.rest.resolver import ConcurrentRestResolver
+
+
+def rest_event(path: str, caller: str) -> dict[str, Any]:
+    return {
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": "GET",
+        "headers": {"x-caller": caller},
+        "multiValueHeaders": {"x-caller": [caller]},
+        "queryStringParameters": None,
+        "requestContext": {"requestId": caller, "stage": "$default", "path": path},
+        "body": None,
+        "isBase64Encoded": False,
+    }
+
+
+def test_given_two_requests_inside_their_routes_at_once_when_each_reads_its_request_then_it_sees_its_own():
+    app = ConcurrentRestResolver(enable_validation=True)
+    both_inside = threading.Barrier(2, timeout=10)
+
+    @app.get("/echo/<name>")
+    def echo(name: str):  # no return annotation: Powertools would try to validate a Response
+        before = app.current_event.headers["x-caller"]
+        both_inside.wait()  # the other request has now been resolved up to here as well
+        after = app.current_event.headers["x-caller"]
+        args = app.context["_route_args"]["name"]
+        return Response(200, "text/plain", f"{name}|{before}|{after}|{args}")
+
+    bodies: dict[str, str] = {}
+
+    def call(caller: str) -> None:
+        bodies[caller] = app.resolve(rest_event(f"/echo/{caller}", caller), None)["body"]
+
+    threads = [threading.Thread(target=call, args=(caller,)) for caller in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+
+    assert bodies == {"alice": "alice|alice|alice|alice", "bob": "bob|bob|bob|bob"}
+
+
+def test_given_no_request_on_this_thread_when_the_event_is_read_then_it_is_refused_not_borrowed():
+    app = ConcurrentRestResolver()
+
+    @app.get("/ping")
+    def ping():
+        return Response(200, "text/plain", "pong")
+
+    app.resolve(rest_event("/ping", "someone"), None)
+    try:
+        app.current_event  # noqa: B018 - reading it is the test
+    except RuntimeError as exc:
+        assert "no request" in str(exc)
+    else:
+        raise AssertionError("an event outside any request must not be readable")
