@@ -169,3 +169,25 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
     assert marker == str(Episode.SEARCH_TEXT_VERSION)
     assert reopened.refresh_search_text() == 0  # once only
     reopened.close()
+
+
+def test_given_parsed_episodes_memoised_when_one_is_erased_then_the_memo_holds_no_copy(local_service):
+    from episodic.adapters.local.sqlite_reads import parsed
+
+    gone = local_service.remember(AGENT, proposal(summary="User's locker code is Quillback 4471"))
+    kept = local_service.remember(AGENT, proposal(summary="User prefers the window seat"))
+    assert local_service.get(AGENT, gone.event_id).summary.startswith("User's locker code")
+    assert parsed.cache_info().currsize > 0  # read once, memoised
+
+    local_service.erase(AGENT, gone.event_id)
+
+    assert parsed.cache_info().currsize == 0
+    assert local_service.get(AGENT, kept.event_id).summary == "User prefers the window seat"
+
+
+def test_given_a_memoised_episode_when_it_changes_then_reads_see_the_change(local_service):
+    first = local_service.remember(AGENT, proposal(summary="The team standup moved to 9:30"))
+    assert local_service.get(AGENT, first.event_id).access_count == 0
+    local_service.recall(AGENT, RecallRequest(query="standup time", actor_id="user-1"))
+
+    assert local_service.get(AGENT, first.event_id).access_count == 1  # a new document, not the memoised one

@@ -4,12 +4,22 @@ idempotency keys and the lookups erasure needs.
 Every read here names its tenant; reads over a scope go through :func:`.sqlite_scope.scope_sql`.
 Lists of ids are queried in chunks of :data:`CHUNK` so no statement exceeds SQLite's limit
 on bound parameters, whatever the caller passes.
+
+Why parsed episodes are memoised: a recall reads every candidate of its pool (a few hundred
+episodes) to admit and rank them, and turning each stored JSON document back into a validated
+:class:`~episodic.model.Episode` was a fifth of its time. :func:`parsed` keeps the most recent
+documents' episodes, keyed by the document itself, so a changed episode (a new status, an
+access count) is a new key and never answered from an old copy. Nothing mutates an episode in
+place (changes are ``model_copy``), so a shared instance is safe. An erasure empties the memo
+in the process that erases (:mod:`.sqlite_writes`); another ``--workers`` process keeps its
+parsed copy until it is evicted, and never serves it, since no row holds that document any more.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 from episodic.adapters.codec import decode_cursor, encode_cursor
@@ -20,6 +30,14 @@ from episodic.model import Episode, EventType, Status
 from episodic.ports import IdempotencyRecord, TimelineQuery
 
 CHUNK = 500
+PARSED_EPISODES = 4096
+"""How many parsed episodes :func:`parsed` keeps (a few MiB)."""
+
+
+@lru_cache(maxsize=PARSED_EPISODES)
+def parsed(doc: str) -> Episode:
+    """The episode a stored document holds (memoised: see the module docstring)."""
+    return Episode.model_validate_json(doc)
 
 
 def chunks(values: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
@@ -34,7 +52,7 @@ class EpisodeReads(Database):
 
     def get(self, tenant_id: str, event_id: str) -> Episode | None:
         row = self._one("SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id))
-        return Episode.model_validate_json(row[0]) if row else None
+        return parsed(row[0]) if row else None
 
     def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
         result: dict[str, Episode] = {}
@@ -44,7 +62,7 @@ class EpisodeReads(Database):
                 (tenant_id, *chunk),
             )
             for event_id, doc in rows:
-                result[event_id] = Episode.model_validate_json(doc)
+                result[event_id] = parsed(doc)
         return result
 
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
@@ -65,7 +83,7 @@ class EpisodeReads(Database):
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
-        return [Episode.model_validate_json(r[2]) for r in rows], cursor
+        return [parsed(r[2]) for r in rows], cursor
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         row = self._one(

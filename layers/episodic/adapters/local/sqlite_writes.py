@@ -25,6 +25,7 @@ from functools import partial
 from episodic.adapters.codec import pack_vector
 from episodic.adapters.local.sqlite_database import Database, micros
 from episodic.adapters.local.sqlite_governance import append_audit, close_review, insert_review
+from episodic.adapters.local.sqlite_reads import parsed
 from episodic.errors import ConflictError, StorageError
 from episodic.model import Episode
 from episodic.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
@@ -143,6 +144,8 @@ class EpisodeWrites(Database):
         """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
         create-once or expected-status condition fails."""
         (error,) = self._group.run([partial(write_changes, changes=changes)], durable=changes.durable)
+        if changes.delete:
+            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here
         if error is not None:
             raise error
 
@@ -150,6 +153,8 @@ class EpisodeWrites(Database):
         """Each set atomically, all in one group commit (one fsync for the lot)."""
         durable = any(c.durable for c in change_sets)
         errors = self._group.run([partial(write_changes, changes=c) for c in change_sets], durable=durable)
+        if any(c.delete for c in change_sets):
+            parsed.cache_clear()
         for error in errors:
             if error is not None and not isinstance(error, ConflictError):
                 raise error
