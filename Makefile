@@ -43,7 +43,8 @@ test-fast: setup  ## unit tests only
 eval: setup  ## the governance and retrieval metrics against tests/evals/thresholds.json
 	$(BIN)/episodic eval
 
-bench: setup  ## every figure: throughput, recall latency, API latency, cold imports; writes BENCHMARKS.md
+bench: setup  ## every figure: throughput, recall latency, API latency, the Chroma peer, cold imports; writes BENCHMARKS.md
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/episodic bench
 
 bench-load: setup  ## 16 clients, 30% writes / 70% recalls over HTTP against episodic serve, with a py-spy profile

@@ -18,10 +18,12 @@ the 1M-episode corpus.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import io
 import json
 import os
 import platform
+import pstats
 import resource
 import sqlite3
 import statistics
@@ -81,6 +83,28 @@ class _Precomputed:
         return list(self._vectors)
 
 
+POLICY_STAGES = {
+    "instruction patterns (regexes over three readings)": ("instructions.py", "findings"),
+    "learned instruction model (hashed n-grams)": ("instruction_model.py", "is_instruction"),
+    "secret redaction": ("redaction.py", "redact_proposal"),
+    "normalisation (NFKC, invisible characters)": ("__init__.py", "normalise_proposal"),
+    "sentence judgements (memorability, chatter)": ("__init__.py", "_judge_sentences"),
+    "sensitive disclosures": ("__init__.py", "_privacy_for_disclosures"),
+}
+POLICY_PROFILE: dict[str, float] = {}
+"""Share of the write policy's time per stage, from the last :func:`write_throughput` run."""
+
+
+def policy_profile(stats: pstats.Stats) -> dict[str, float]:
+    """Each of :data:`POLICY_STAGES`' share of ``decide``'s cumulative time (cProfile)."""
+    table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]  # pstats keeps its table here
+    cumulative = {(Path(f).name, name): entry[3] for (f, _, name), entry in table.items()}
+    total = cumulative.get(("__init__.py", "decide"), 0.0) or 1.0
+    shares = {stage: cumulative.get(key, 0.0) / total for stage, key in POLICY_STAGES.items()}
+    shares["everything else (validation, provenance, the verdict)"] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
+
+
 def _forget_policy_caches() -> None:
     """Empty the write policy's memo caches, so a timed run judges every text afresh."""
     from episodic.policy import instruction_model, instructions
@@ -134,6 +158,23 @@ def write_throughput(count: int) -> dict[str, float]:
                 service.remember_batch(caller, batch[start : start + 100])
             rates[label] = count / (time.perf_counter() - t0)
             service.close()
+    # What bounds the path without embedding: the write policy alone, on texts it has not seen.
+    _forget_policy_caches()
+    judged = proposals(count, "policy")
+    with tempfile.TemporaryDirectory() as tmp:
+        service = build_local_service(Settings(data_dir=Path(tmp)), embedder=precomputed)
+        service.policy.warm_up()
+        now = service.deps.clock.now()
+        t0 = time.perf_counter()
+        for proposal in judged:
+            service.policy.decide(proposal, caller, now, [])
+        rates["policy_alone"] = count / (time.perf_counter() - t0)
+        _forget_policy_caches()
+        profile = cProfile.Profile()
+        profile.runcall(lambda: [service.policy.decide(p, caller, now, []) for p in proposals(count, "profile")])
+        service.close()
+    POLICY_PROFILE.clear()
+    POLICY_PROFILE.update(policy_profile(pstats.Stats(profile)))
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -165,6 +206,7 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, float]:
     from episodic.adapters.local.embedder import MiniLMEmbedder
     from episodic.adapters.local.server import create_server
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
+    from episodic.adapters.rest import concurrent_handler
     from episodic.model import Caller, Role
     from episodic.settings import Settings
     from functions import api
@@ -179,7 +221,8 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, float]:
             service.remember_batch(caller, seed[start : start + 100])
         model = embedder._load()
         api.set_service(service)
-        server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(f"{token}=acme:agent"), "bench"), api.handler)
+        tokens = TokenBook(parse_tokens(f"{token}=acme:agent"), "bench")
+        server = create_server("127.0.0.1", 0, tokens, concurrent_handler)  # what `episodic serve` runs
         threading.Thread(target=server.serve_forever, daemon=True).start()
         client = httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}",
                               headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
@@ -291,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     from episodic.cli_output import progress
 
     info = machine()
-    with progress("benchmarks", total=7) as bar:
+    with progress("benchmarks", total=8) as bar:
         bar.describe(f"write throughput ({writes} episodes)")
         w = write_throughput(writes)
         bar.advance()
@@ -322,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
 
         embedding = embedding_concurrency((1, 4, 8))
         bar.advance()
+        bar.describe("peer: Chroma on the same data")
+        from benchmarks.peer_chroma import compare as chroma_peer
+        from benchmarks.peer_chroma import section as peer_section
+
+        peer = chroma_peer()
+        bar.advance()
         bar.describe("cold imports and package sizes")
         imports, sizes_bytes = cold_imports(), package_sizes()
         bar.advance()
@@ -346,6 +395,13 @@ def main(argv: list[str] | None = None) -> int:
         f"| {w['with_embedding_per_s'] / w['raw_sqlite_per_s']:.3f} |",
         f"| policy + store (vectors precomputed) | {w['without_embedding_per_s']:.0f} | "
         f"| {w['without_embedding_per_s'] / w['raw_sqlite_per_s']:.3f} |",
+        f"| the write policy alone (`decide`, texts it has not seen) | {w['policy_alone_per_s']:.0f} | | |",
+        "",
+        "Without embedding, the policy is the bound: the path runs at "
+        f"{w['without_embedding_per_s'] / w['policy_alone_per_s']:.2f} of the policy alone. "
+        "Where the policy's time goes (cProfile of `decide` on texts it has not seen):",
+        "",
+        *[f"- {stage}: {share:.0%}" for stage, share in POLICY_PROFILE.items()],
         "",
         "## Scoped recall latency (vector path, query embedding excluded)",
         "",
@@ -384,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *conversation_section(conversations),
         *embedding_section(embedding),
+        *peer_section(peer),
         "## Lambda handlers: cold import (best of 3, fresh interpreter) and package size (zipped)",
         "",
         "| module | cold import |",
