@@ -47,6 +47,7 @@ from episodic.policy.instruction_patterns_i18n import (
     LANGUAGE_STANDING_ORDER,
     OTHER_STANDING_ORDER,
 )
+from episodic.policy.prefilter import Prefiltered
 from episodic.policy.text import views
 
 INJECTION = "injection"
@@ -87,17 +88,17 @@ def _folded(pattern: re.Pattern[str]) -> re.Pattern[str]:
 
 
 _WORDS, _LATIN, _SQUASHED = "words", "latin", "squashed"
-_CHECKS: list[tuple[str, re.Pattern[str], tuple[str, ...], bool]] = [
+_CHECKS: list[tuple[str, Prefiltered, tuple[str, ...], bool]] = [
     # (family, pattern, the view groups it reads, read with l folded into i)
-    (INJECTION, ENGLISH_INJECTION, (_WORDS, _LATIN), False),
-    (INJECTION, SQUASHED_INJECTION, (_SQUASHED,), False),
-    (INJECTION, _folded(SQUASHED_INJECTION), (_SQUASHED,), True),
-    (INJECTION, CJK_AND_OTHERS, (_WORDS,), False),
-    (DELIMITER, DELIMITERS, (_WORDS,), False),
-    (STANDING_ORDER, ENGLISH_STANDING_ORDER, (_WORDS, _LATIN), False),
-    (STANDING_ORDER, SQUASHED_STANDING_ORDER, (_SQUASHED,), False),
-    (STANDING_ORDER, _folded(SQUASHED_STANDING_ORDER), (_SQUASHED,), True),
-    (STANDING_ORDER, OTHER_STANDING_ORDER, (_WORDS,), False),
+    (INJECTION, Prefiltered(ENGLISH_INJECTION), (_WORDS, _LATIN), False),
+    (INJECTION, Prefiltered(SQUASHED_INJECTION), (_SQUASHED,), False),
+    (INJECTION, Prefiltered(_folded(SQUASHED_INJECTION)), (_SQUASHED,), True),
+    (INJECTION, Prefiltered(CJK_AND_OTHERS), (_WORDS,), False),
+    (DELIMITER, Prefiltered(DELIMITERS), (_WORDS,), False),
+    (STANDING_ORDER, Prefiltered(ENGLISH_STANDING_ORDER), (_WORDS, _LATIN), False),
+    (STANDING_ORDER, Prefiltered(SQUASHED_STANDING_ORDER), (_SQUASHED,), False),
+    (STANDING_ORDER, Prefiltered(_folded(SQUASHED_STANDING_ORDER)), (_SQUASHED,), True),
+    (STANDING_ORDER, Prefiltered(OTHER_STANDING_ORDER), (_WORDS,), False),
 ]
 
 
@@ -107,13 +108,12 @@ def kinds(text: str) -> frozenset[str]:
     readings = views(text)
     groups = {_WORDS: readings.words, _LATIN: readings.latin, _SQUASHED: readings.squashed}
     found: set[str] = set()
-    for family, pattern, reads, fold in _CHECKS:
+    for family, pattern, reads, fold_l in _CHECKS:
         if family in found:
             continue
-        for view in (v for group in reads for v in groups[group]):
-            if pattern.search(view.replace("l", "i") if fold else view):
-                found.add(family)
-                break
+        readings_read = (v for group in reads for v in groups[group])
+        if pattern.search_any(v.replace("l", "i") if fold_l else v for v in readings_read):
+            found.add(family)
     for family, gated in ((INJECTION, _LANGUAGE_INJECTION), (STANDING_ORDER, _LANGUAGE_STANDING_ORDER)):
         for view in readings.words:
             if family in found:

@@ -1,0 +1,144 @@
+"""A sound literal prefilter for the instruction patterns: skip regex searches that cannot match.
+
+Why: the instruction patterns are long alternations that Python's ``re`` tries at every position
+of every reading of a text; on ordinary memories they never match, yet they were most of the
+write policy's time. Every match of such a pattern contains certain literal words ("ignore" and
+"instructions", "pretend" and "you", ...), and looking for a few substrings is far cheaper.
+
+The literals are *derived* from each compiled pattern's syntax tree, never written by hand, so a
+pattern edited later keeps a correct filter. For each top-level alternative, the groups of
+literals its matches must contain (one literal of every group): a run of literal characters is
+one group; a nested alternation needs one of its branches' literals; a repeat that may match zero
+times, a character class or an assertion needs nothing. The two likely rarest groups of each
+alternative are kept. Text can match only if, for some alternative, each kept group has a literal
+in it; all the readings of a text are checked joined (a match in one reading is a match in the
+join), so one check spares every search of every reading. An alternative that needs no literal
+at all switches the filter off for its pattern.
+
+Case: for an ``IGNORECASE`` pattern both the literals and the text are case-folded
+(``str.casefold`` maps every character on its own, so a literal inside the text stays inside
+it), with the dotted and dotless Turkish i (U+0130, U+0131) mapped to ``i`` first: ``re`` treats
+both as cases of ``i``, which case folding does not. ``tests/unit/test_prefilter.py`` checks that
+filtered searches answer exactly as plain ones on every labelled text and its readings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
+
+_TURKISH_I = str.maketrans({"\u0130": "i", "\u0131": "i"})
+
+
+def fold(text: str) -> str:
+    """The case-insensitive form both the literals and the text are compared in."""
+    return text.translate(_TURKISH_I).casefold()
+
+
+class Prefiltered:
+    """A compiled pattern and, for each of its top-level alternatives, the groups of literals a
+    match of that alternative contains (one literal of every group)."""
+
+    __slots__ = ("alternatives", "folds", "literals", "pattern")
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.folds = bool(pattern.flags & re.IGNORECASE)
+        found = alternatives(sre_parse.parse(pattern.pattern, pattern.flags))
+        shape = fold if self.folds else str
+        # Two groups per branch (the likely rarest) filter nearly as well as all of them, for less work.
+        self.alternatives: tuple[tuple[frozenset[str], ...], ...] | None = (
+            None if found is None else tuple(tuple(frozenset(map(shape, g)) for g in groups[:2]) for groups in found)
+        )
+        every = {literal for groups in self.alternatives or () for group in groups for literal in group}
+        self.literals = tuple(sorted(every, key=len, reverse=True))
+
+    def may_match(self, text: str) -> bool:
+        """False only when no match in ``text`` is possible. ``text`` may be several readings
+        joined: a match in any one of them is a match in the whole, so one check covers all."""
+        if self.alternatives is None:
+            return True
+        haystack = fold(text) if self.folds else text
+        present = {literal for literal in self.literals if literal in haystack}
+        return bool(present) and any(
+            all(not present.isdisjoint(group) for group in groups) for groups in self.alternatives
+        )
+
+    def search_any(self, readings: Iterable[str]) -> bool:
+        """Whether the pattern matches any of ``readings`` (searched only when they may)."""
+        readings = list(readings)
+        return self.may_match("\n".join(readings)) and any(self.pattern.search(r) for r in readings)
+
+
+def alternatives(items: Any) -> list[list[frozenset[str]]] | None:
+    """For a pattern that is one alternation (between zero-width assertions), each branch's groups
+    of literals (a match of the branch contains one literal of every group); otherwise the whole
+    pattern as one branch. ``None`` when some branch requires no literal at all."""
+    solid = [(op, arg) for op, arg in items if op is not sre.AT]
+    branches = solid[0][1][1] if len(solid) == 1 and solid[0][0] is sre.BRANCH else [items]
+    found = [_groups(branch) for branch in branches]
+    return None if any(not groups for groups in found) else found
+
+
+def _groups(items: Any) -> list[frozenset[str]]:
+    """Every element's requirement of a sequence (all of them hold), the likely rarest first."""
+    groups = [need for need in _needs(items) if need is not None]
+    return sorted(groups, key=_commonness)
+
+
+def _needs(items: Any) -> list[Need]:
+    """Each element's requirement; a run of literal characters is one literal."""
+    needs: list[Need] = []
+    run: list[str] = []
+    for op, arg in [*items, (None, None)]:  # a sentinel ends the last literal run
+        if op is sre.LITERAL:
+            run.append(chr(arg))
+            continue
+        if run:
+            needs.append(frozenset(["".join(run)]))
+            run = []
+        if op is not None:
+            needs.append(_element(op, arg))
+    return needs
+
+
+Need = frozenset[str] | None
+"""Literals one of which every match contains; ``None``: nothing can be said."""
+
+
+def required(items: Any) -> Need:
+    """What a sequence of syntax-tree items requires: the best of its elements' requirements."""
+    best: Need = None
+    for need in _needs(items):
+        if need is not None and (best is None or _better(need, best)):
+            best = need
+    return best
+
+
+def _element(op: Any, arg: Any) -> Need:
+    if op is sre.BRANCH:
+        needs = [required(branch) for branch in arg[1]]
+        if any(n is None for n in needs):
+            return None
+        return frozenset().union(*needs)  # type: ignore[arg-type]
+    if op is sre.SUBPATTERN:
+        return required(arg[3])
+    if op is sre.ATOMIC_GROUP:
+        return required(arg)
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        low, _, inner = arg
+        return required(inner) if low >= 1 else None
+    return None  # classes, wildcards, assertions, references: no literal is certain
+
+
+def _better(need: frozenset[str], than: frozenset[str]) -> bool:
+    return _commonness(need) < _commonness(than)
+
+
+def _commonness(group: frozenset[str]) -> tuple[int, int]:
+    """Likely frequency in ordinary text, lower is rarer: longer shortest literal, then fewer.
+    Only the filter's speed depends on this choice, never whether it is sound."""
+    return (-min(map(len, group)), len(group))
