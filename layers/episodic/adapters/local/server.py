@@ -1,9 +1,11 @@
-"""``episodic serve``: a local HTTP server in front of the very same Lambda handler.
+"""``episodic serve``: a local HTTP server in front of the same application as the Lambda handler.
 
 Each HTTP request becomes an API Gateway REST proxy event -- with the authorizer
 context this server established from the bearer token, exactly as an API Gateway
-authorizer would -- and is passed to :func:`functions.api.handler`. So what runs
-locally is what runs in Lambda, down to the event shape.
+authorizer would -- and is passed to the handler it was given
+(:func:`episodic.adapters.rest.concurrent_handler` when serving: the Lambda handler's twin,
+safe to call from many request threads at once). So what runs locally is what runs in Lambda,
+down to the event shape.
 
 Background work runs in-process: the embedder warms up at start, and a scheduler
 thread runs the retention/review-timeout sweep every ``sweep_interval_seconds``.
