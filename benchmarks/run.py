@@ -91,8 +91,6 @@ POLICY_STAGES = {
     "sentence judgements (memorability, chatter)": ("__init__.py", "_judge_sentences"),
     "sensitive disclosures": ("__init__.py", "_privacy_for_disclosures"),
 }
-POLICY_PROFILE: dict[str, float] = {}
-"""Share of the write policy's time per stage, from the last :func:`write_throughput` run."""
 
 
 def policy_profile(stats: pstats.Stats) -> dict[str, float]:
@@ -113,7 +111,9 @@ def _forget_policy_caches() -> None:
     instruction_model.word_buckets.cache_clear()
 
 
-def write_throughput(count: int) -> dict[str, float]:
+def write_throughput(count: int) -> dict[str, Any]:
+    """Rates per second (``*_per_s``) and ``policy_profile``, the share of the policy's time per
+    stage (:func:`policy_profile`)."""
     from benchmarks.ingest_throughput import proposals
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.embedder import MiniLMEmbedder
@@ -173,8 +173,6 @@ def write_throughput(count: int) -> dict[str, float]:
         profile = cProfile.Profile()
         profile.runcall(lambda: [service.policy.decide(p, caller, now, []) for p in proposals(count, "profile")])
         service.close()
-    POLICY_PROFILE.clear()
-    POLICY_PROFILE.update(policy_profile(pstats.Stats(profile)))
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -192,6 +190,7 @@ def write_throughput(count: int) -> dict[str, float]:
         "model_texts_per_s": model_rate,
         "raw_sqlite_per_s": raw_rate,
         **{f"{k}_per_s": v for k, v in rates.items()},
+        "policy_profile": policy_profile(pstats.Stats(profile)),
     }
 
 
@@ -401,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{w['without_embedding_per_s'] / w['policy_alone_per_s']:.2f} of the policy alone. "
         "Where the policy's time goes (cProfile of `decide` on texts it has not seen):",
         "",
-        *[f"- {stage}: {share:.0%}" for stage, share in POLICY_PROFILE.items()],
+        *[f"- {stage}: {share:.0%}" for stage, share in w["policy_profile"].items()],
         "",
         "## Scoped recall latency (vector path, query embedding excluded)",
         "",

@@ -1,21 +1,16 @@
 """Group commit on the real SQLite store: change sets share commits and keep every promise."""
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.errors import ConflictError
 from episodic.model import AuditRecord, Episode
 from episodic.ports import Changes, NewEpisode
+from tests.support.processes import kill_when
 
-ROOT = Path(__file__).parents[2]
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 
 
@@ -141,23 +136,14 @@ def test_given_writers_and_read_audits_under_load_when_killed_then_everything_ac
     streams at once. A process crash loses neither an acknowledged write nor an acknowledged read
     audit (the relaxed read audit is lost only to a power cut, which this cannot simulate)."""
     db = tmp_path / "crash.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", LOAD, str(db)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "layers")},
-    )
-    episodes, audits = [], []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        kind, ident = line.split()
-        (episodes if kind == "episode" else audits).append(ident)
-        if len(episodes) >= 300 and len(audits) >= 100:
-            os.kill(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+
+    def enough(lines: list[str]) -> bool:
+        kinds = [line.split()[0] for line in lines]
+        return kinds.count("episode") >= 300 and kinds.count("audit") >= 100
+
+    lines = [line.split() for line in kill_when(LOAD, [str(db)], enough)]
+    episodes = [ident for kind, ident in lines if kind == "episode"]
+    audits = [ident for kind, ident in lines if kind == "audit"]
 
     store = SqliteStore(db)
     assert store.integrity_ok()

@@ -1,21 +1,15 @@
 """The local SQLite backend as a real database: durability, append-only audit, no leftovers."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
-from pathlib import Path
 
 import pytest
 
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.model import RecallRequest
 from tests.support.factories import AGENT, OPERATOR, proposal
-
-ROOT = Path(__file__).parents[2]
+from tests.support.processes import kill_when
 
 WRITER = textwrap.dedent(
     """
@@ -40,22 +34,7 @@ WRITER = textwrap.dedent(
 
 def test_given_a_writer_killed_mid_stream_when_reopened_then_every_acknowledged_write_is_there(tmp_path):
     db = tmp_path / "crash.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(db)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "layers")},
-    )
-    acknowledged = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        acknowledged.append(line.strip())
-        if len(acknowledged) == 150:
-            os.kill(proc.pid, signal.SIGKILL)  # no clean shutdown, no checkpoint
-            break
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    acknowledged = kill_when(WRITER, [str(db)], lambda lines: len(lines) == 150)
     store = SqliteStore(db)
     assert store.integrity_ok()
     found = store.get_many("acme", acknowledged)

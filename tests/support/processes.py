@@ -1,11 +1,16 @@
-"""Running ``episodic`` as a user does, from tests: a free port, and waiting for a server
-process to answer its health check (or failing with why it did not)."""
+"""Running ``episodic`` as a user does, from tests: a free port, waiting for a server process
+to answer its health check (or failing with why it did not), and killing a writer mid-stream."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import httpx
 
@@ -30,3 +35,29 @@ def wait_healthy(process: subprocess.Popen, base: str, seconds: float = 120) -> 
             pass
         assert time.monotonic() < deadline, f"no answer from {base} in {seconds:.0f} s"
         time.sleep(0.3)
+
+
+ROOT = Path(__file__).parents[2]
+
+
+def kill_when(script: str, args: Sequence[str], enough: Callable[[list[str]], bool]) -> list[str]:
+    """Run ``script`` (with the project's source on its path), read the lines it prints (each an
+    acknowledgement it gives only after the store returned) until ``enough`` of them, then SIGKILL
+    it: no clean shutdown, no checkpoint. Returns the lines read."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "layers")},
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line.strip())
+        if enough(lines):
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, f"the writer ended on its own ({proc.returncode})"
+    return lines

@@ -73,6 +73,10 @@ class Prefiltered:
         return self.may_match("\n".join(readings)) and any(self.pattern.search(r) for r in readings)
 
 
+Need = frozenset[str] | None
+"""Literals one of which every match contains; ``None``: nothing can be said."""
+
+
 def alternatives(items: Any) -> list[list[frozenset[str]]] | None:
     """For a pattern that is one alternation (between zero-width assertions), each branch's groups
     of literals (a match of the branch contains one literal of every group); otherwise the whole
@@ -105,17 +109,10 @@ def _needs(items: Any) -> list[Need]:
     return needs
 
 
-Need = frozenset[str] | None
-"""Literals one of which every match contains; ``None``: nothing can be said."""
-
-
 def required(items: Any) -> Need:
     """What a sequence of syntax-tree items requires: the best of its elements' requirements."""
-    best: Need = None
-    for need in _needs(items):
-        if need is not None and (best is None or _better(need, best)):
-            best = need
-    return best
+    needs = [need for need in _needs(items) if need is not None]
+    return min(needs, key=_commonness) if needs else None
 
 
 def _element(op: Any, arg: Any) -> Need:
@@ -132,10 +129,6 @@ def _element(op: Any, arg: Any) -> Need:
         low, _, inner = arg
         return required(inner) if low >= 1 else None
     return None  # classes, wildcards, assertions, references: no literal is certain
-
-
-def _better(need: frozenset[str], than: frozenset[str]) -> bool:
-    return _commonness(need) < _commonness(than)
 
 
 def _commonness(group: frozenset[str]) -> tuple[int, int]:

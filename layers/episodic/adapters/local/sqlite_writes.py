@@ -143,18 +143,17 @@ class EpisodeWrites(Database):
     def apply(self, changes: Changes) -> None:
         """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
         create-once or expected-status condition fails."""
-        (error,) = self._group.run([partial(write_changes, changes=changes)], durable=changes.durable)
-        if changes.delete:
-            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here
-        if error is not None:
-            raise error
+        (conflict,) = self.apply_many([changes])
+        if conflict is not None:
+            raise conflict
 
     def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
-        """Each set atomically, all in one group commit (one fsync for the lot)."""
+        """Each set atomically, all in one group commit (one fsync for the lot; none when no set
+        is ``durable``)."""
         durable = any(c.durable for c in change_sets)
         errors = self._group.run([partial(write_changes, changes=c) for c in change_sets], durable=durable)
         if any(c.delete for c in change_sets):
-            parsed.cache_clear()
+            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here
         for error in errors:
             if error is not None and not isinstance(error, ConflictError):
                 raise error
