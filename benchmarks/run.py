@@ -338,10 +338,14 @@ def main(argv: list[str] | None = None) -> int:
         w = write_throughput(writes)
         bar.advance()
         bar.describe(f"recall latency (tenants {sizes})")
-        recall = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "recall_at_scale.py"), "--sizes", sizes, "--queries", "30"],
-            capture_output=True, text=True, check=True, cwd=ROOT,
-        ).stdout.strip()  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            scale_json = Path(tmp) / "scale.json"
+            recall = subprocess.run(
+                [sys.executable, str(ROOT / "benchmarks" / "recall_at_scale.py"), "--sizes", sizes,
+                 "--queries", "30", "--json", str(scale_json)],
+                capture_output=True, text=True, check=True, cwd=ROOT,
+            ).stdout.strip()  # fmt: skip
+            scale = json.loads(scale_json.read_text())
         bar.advance()
         bar.describe(f"API latency ({args.api_requests} writes + recalls)")
         latency = api_latency(args.api_requests, args.api_tenant)
@@ -373,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         bar.describe("cold imports and package sizes")
         imports, sizes_bytes = cold_imports(), package_sizes()
         bar.advance()
+    from benchmarks.targets import section as targets_section
+
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     lines = [
@@ -383,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
         "",
+        *targets_section(w, latency, load2, scale, imports),
         "## Write throughput (local backend, batches of 100)",
         "",
         "| path | per second | vs model batch | vs raw SQLite |",

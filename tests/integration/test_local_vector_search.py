@@ -5,6 +5,7 @@ import sqlite3
 import numpy as np
 import pytest
 
+from episodic.adapters.local import ann
 from episodic.adapters.local.vectors import VectorSearch
 
 DIM = 32
@@ -18,10 +19,16 @@ def db(tmp_path):
     conn.close()
 
 
-def add(conn, count, tenant="acme", embedder="m1", seed=0):
+def clustered(count, seed):
+    """Unit vectors around 40 centres, like embeddings of text on a few topics."""
     rng = np.random.default_rng(seed)
-    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    centres = np.random.default_rng(1).standard_normal((40, DIM)).astype(np.float32)
+    vectors = centres[rng.integers(0, 40, count)] + 0.4 * rng.standard_normal((count, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def add(conn, count, tenant="acme", embedder="m1", seed=0):
+    vectors = clustered(count, seed)
     conn.executemany(
         "INSERT INTO episodes (tenant_id, embedder, vector) VALUES (?, ?, ?)",
         [(tenant, embedder, v.tobytes()) for v in vectors],
@@ -34,6 +41,13 @@ def all_rowids(conn, tenant="acme"):
     return np.array([r[0] for r in conn.execute("SELECT rowid FROM episodes WHERE tenant_id = ?", (tenant,))])
 
 
+def ready(search, db, scope, query, k=10):
+    """Search once (which starts the index in the background), wait for it, search again."""
+    search.search(db, "acme", "m1", scope, query, k)
+    assert search.wait_for_indexing(timeout=60)
+    return search.search(db, "acme", "m1", scope, query, k)
+
+
 def test_given_a_small_scope_when_searched_then_exact_top_k_is_returned(db):
     vectors = add(db, 500)
     search = VectorSearch(ann_threshold=10_000)
@@ -44,29 +58,119 @@ def test_given_a_small_scope_when_searched_then_exact_top_k_is_returned(db):
     assert sims[0] == pytest.approx(1.0, abs=1e-5)
 
 
-def test_given_a_large_scope_when_searched_then_filtered_hnsw_agrees_with_exact(db):
+def test_given_a_large_tenant_when_first_searched_then_exact_answers_while_the_index_is_built_aside(db):
     vectors = add(db, 3000)
-    scope = all_rowids(db)[:2500]
-    ann = VectorSearch(ann_threshold=1000)
+    search = VectorSearch(ann_threshold=1000)
+    scope = all_rowids(db)
+    _, _, first = search.search(db, "acme", "m1", scope, vectors[0], 10)
+    assert first == "exact"  # the index is not waited for
+    assert search.wait_for_indexing(timeout=60)
+    _, _, later = search.search(db, "acme", "m1", scope, vectors[0], 10)
+    assert later == "ivf"
+
+
+def test_given_a_large_scope_when_searched_then_the_filtered_index_agrees_with_exact(db):
+    vectors = add(db, 3000)
+    scope = all_rowids(db)[::3]  # a third of the tenant, scattered
+    ann_search = VectorSearch(ann_threshold=500)
     exact = VectorSearch(ann_threshold=10**9)
+    ready(ann_search, db, scope, vectors[0])
     agree = 0
     for q in range(20):
-        query = vectors[q * 7]
-        ann_ids, _, strategy = ann.search(db, "acme", "m1", scope, query, 10)
+        query = vectors[q * 7 + 1]
+        ann_ids, _, strategy = ann_search.search(db, "acme", "m1", scope, query, 10)
         exact_ids, _, _ = exact.search(db, "acme", "m1", scope, query, 10)
-        assert strategy == "hnsw" and set(ann_ids) <= set(scope)
+        assert strategy == "ivf" and set(ann_ids) <= set(scope)
         agree += len(set(ann_ids) & set(exact_ids))
-    assert agree / 200 >= 0.9  # recall@10 of the filtered graph walk
+    assert agree / 200 >= 0.95
 
 
-def test_given_a_filter_too_selective_for_the_graph_when_searched_then_exact_search_answers(db):
-    vectors = add(db, 20_000)
-    scope = all_rowids(db)[::20]  # 1,000 rows scattered through a 20,000-node graph
-    search = VectorSearch(ann_threshold=1000, ef_search=16)
-    ids, _, strategy = search.search(db, "acme", "m1", scope, vectors[3], 10)
-    assert strategy == "hnsw" and len(ids) == 10
-    ids, _, strategy = search.search(db, "acme", "m1", scope, vectors[3], 1000)
-    assert strategy == "exact" and sorted(ids) == sorted(scope)  # the graph walk found fewer than k
+def test_given_rows_written_after_the_index_was_built_when_searched_then_the_index_finds_them(db, tmp_path):
+    add(db, 3000)
+    search = VectorSearch(ann_threshold=1000)
+    ready(search, db, all_rowids(db), clustered(1, 5)[0])
+    other = sqlite3.connect(tmp_path / "v.db")
+    fresh = add(other, 1, seed=99)
+    other.close()
+    ids, _, strategy = search.search(db, "acme", "m1", all_rowids(db), fresh[0], 1)
+    assert strategy == "ivf" and list(ids) == [3001]
+
+
+def test_given_probed_cells_holding_fewer_than_k_of_the_scope_when_searched_then_exact_search_answers(
+    db, monkeypatch
+):
+    vectors = add(db, 3000)
+    scope = all_rowids(db)
+    search = VectorSearch(ann_threshold=1000)
+    ready(search, db, scope, vectors[0])
+    monkeypatch.setattr(ann, "MIN_PROBES", 1)
+    monkeypatch.setattr(ann, "IN_SCOPE_SCANNED", 1)  # one cell of ~40 rows, half of them in scope
+    ids, _, strategy = search.search(db, "acme", "m1", scope[::2], vectors[3], 100)
+    assert strategy == "exact" and len(ids) == 100 and set(ids) <= set(scope[::2])
+
+
+def test_given_a_persisted_index_when_a_process_starts_then_it_is_loaded_not_learned_again(db, tmp_path, monkeypatch):
+    vectors = add(db, 3000)
+    directory = tmp_path / "v.db.ann"
+    first = VectorSearch(ann_threshold=1000, directory=directory)
+    ready(first, db, all_rowids(db), vectors[0])
+    (saved,) = directory.glob("*.npz")
+    with np.load(saved) as data:
+        assert sorted(data.files) == ["cells", "centres", "embedder", "format", "rowids"]  # no vectors
+        assert len(data["rowids"]) == 3000
+    db.execute("DELETE FROM episodes WHERE rowid = 5")  # erased after the save
+    db.commit()
+    add(db, 10, seed=3)  # written after the save
+
+    def no_learning(*_):
+        raise AssertionError("the cells were learned again")
+
+    monkeypatch.setattr(ann.CellIndex, "train", classmethod(no_learning))
+    second = VectorSearch(ann_threshold=1000, directory=directory)
+    _, _, strategy = ready(second, db, all_rowids(db), vectors[0])
+    index = second._tenants[("acme", "m1")].index
+    assert strategy == "ivf" and index.size == 3000 - 1 + 10  # the erased row skipped, the new ones added
+    assert 5 not in index.assignments()[0]
+    exact = VectorSearch(ann_threshold=10**9)
+    agree = 0
+    for query in [*vectors[10:20], *clustered(10, 3)]:
+        got, _, _ = second.search(db, "acme", "m1", all_rowids(db), query, 10)
+        want, _, _ = exact.search(db, "acme", "m1", all_rowids(db), query, 10)
+        agree += len(set(got) & set(want))
+    assert agree / 200 >= 0.95
+
+
+def test_given_a_persisted_index_of_another_model_or_damaged_when_loaded_then_cells_are_learned_afresh(db, tmp_path):
+    vectors = add(db, 3000)
+    directory = tmp_path / "v.db.ann"
+    ready(VectorSearch(ann_threshold=1000, directory=directory), db, all_rowids(db), vectors[0])
+    (saved,) = directory.glob("*.npz")
+    assert ann.load(saved, "m2", DIM) is None and ann.load(saved, "m1", DIM + 1) is None
+    saved.write_bytes(b"not an index")
+    assert ann.load(saved, "m1", DIM) is None
+    _, _, strategy = ready(VectorSearch(ann_threshold=1000, directory=directory), db, all_rowids(db), vectors[0])
+    assert strategy == "ivf" and ann.load(saved, "m1", DIM) is not None  # learned and written again
+
+
+def test_given_an_erasure_when_forgotten_then_no_copy_of_the_vector_stays_in_memory(db):
+    vectors = add(db, 3000)
+    search = VectorSearch(ann_threshold=1000)
+    ready(search, db, all_rowids(db), vectors[0])
+    search.forget("acme", [8])
+    ids, _, strategy = search.search(db, "acme", "m1", all_rowids(db), vectors[7], 10)
+    tenant = search._tenants[("acme", "m1")]
+    assert strategy == "ivf" and 8 not in ids and 8 not in tenant.index.assignments()[0]  # gone from the index
+    assert not tenant.matrix[tenant.positions(np.array([8]))].any()  # and zeroed in the matrix
+
+
+def test_given_re_embedding_when_invalidated_then_persisted_indexes_are_deleted(db, tmp_path):
+    vectors = add(db, 3000)
+    directory = tmp_path / "v.db.ann"
+    search = VectorSearch(ann_threshold=1000, directory=directory)
+    ready(search, db, all_rowids(db), vectors[0])
+    assert list(directory.glob("*.npz"))
+    search.invalidate()
+    assert not list(directory.glob("*.npz"))
 
 
 def test_given_rows_written_by_another_connection_when_searched_then_they_are_found(db, tmp_path):

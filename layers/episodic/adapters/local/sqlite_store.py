@@ -52,6 +52,16 @@ class SqliteStore(EpisodeWrites, EpisodeReads, RecallReads, Governance, Maintena
         """``embedder`` names the model whose vectors recall compares with a query's: episodes
         embedded by another model take part by BM25 only until they are re-embedded."""
         self.embedder = embedder
-        self.vectors = VectorSearch(ann_threshold=ann_threshold)
+        self.vectors = VectorSearch(ann_threshold=ann_threshold, directory=vector_index_directory(Path(path)))
         super().__init__(path)
         self.refresh_search_text()
+
+    def close(self) -> None:
+        self.vectors.close()
+        super().close()
+
+
+def vector_index_directory(path: Path) -> Path | None:
+    """Where the tenants' vector indexes are kept: beside the database file (none for an
+    in-memory database)."""
+    return None if str(path) == ":memory:" else path.with_name(f"{path.name}.ann")

@@ -26,6 +26,7 @@ from episodic.adapters.codec import pack_vector
 from episodic.adapters.local.sqlite_database import Database, micros
 from episodic.adapters.local.sqlite_governance import append_audit, close_review, insert_review
 from episodic.adapters.local.sqlite_reads import parsed
+from episodic.adapters.local.vectors import VectorSearch
 from episodic.errors import ConflictError, StorageError
 from episodic.model import Episode
 from episodic.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
@@ -64,16 +65,17 @@ def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | 
     conn.execute("INSERT INTO episodes_fts (rowid, text) VALUES (?, ?)", (rowid, episode.search_text()))
 
 
-def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> None:
-    """The episode and everything indexed from it; nothing when it is already gone."""
+def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int | None:
+    """The episode and everything indexed from it (its rowid); nothing when it is already gone."""
     row = conn.execute("SELECT rowid FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant, event_id)).fetchone()
     if row is None:
-        return
+        return None
     rowid = row[0]
     conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
+    return int(rowid)
 
 
 def insert_idempotency(conn: sqlite3.Connection, tenant: str, record: IdempotencyRecord) -> None:
@@ -95,8 +97,9 @@ def change_status(conn: sqlite3.Connection, tenant: str, change: StatusChange) -
         raise ConflictError(f"episode {change.event_id} is no longer {change.expected.value}", eventId=change.event_id)
 
 
-def write_changes(conn: sqlite3.Connection, changes: Changes) -> None:
-    """Every statement of one change set, in the order their conditions need."""
+def write_changes(conn: sqlite3.Connection, changes: Changes, erased: list[int]) -> None:
+    """Every statement of one change set, in the order their conditions need; the rowids of
+    the episodes it deletes are appended to ``erased``."""
     tenant = changes.tenant_id
     try:
         if changes.idempotency is not None:
@@ -108,7 +111,8 @@ def write_changes(conn: sqlite3.Connection, changes: Changes) -> None:
         for stats in changes.stats:
             update_stats(conn, tenant, stats)
         for event_id in changes.delete:
-            delete_episode(conn, tenant, event_id)
+            if (rowid := delete_episode(conn, tenant, event_id)) is not None:
+                erased.append(rowid)
         for review in changes.reviews_put:
             insert_review(conn, tenant, review)
         for close in changes.reviews_close:
@@ -140,6 +144,8 @@ def update_stats(conn: sqlite3.Connection, tenant: str, stats: StatsChange) -> N
 class EpisodeWrites(Database):
     """Change sets, access counts and the compaction that follows an erasure."""
 
+    vectors: VectorSearch
+
     def apply(self, changes: Changes) -> None:
         """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
         create-once or expected-status condition fails."""
@@ -151,9 +157,14 @@ class EpisodeWrites(Database):
         """Each set atomically, all in one group commit (one fsync for the lot; none when no set
         is ``durable``)."""
         durable = any(c.durable for c in change_sets)
-        errors = self._group.run([partial(write_changes, changes=c) for c in change_sets], durable=durable)
+        erased: list[list[int]] = [[] for _ in change_sets]
+        writes = [partial(write_changes, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
+        errors = self._group.run(writes, durable=durable)
         if any(c.delete for c in change_sets):
-            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here
+            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here, nor its vector:
+            for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
+                if error is None and rowids:
+                    self.vectors.forget(changes.tenant_id, rowids)
         for error in errors:
             if error is not None and not isinstance(error, ConflictError):
                 raise error

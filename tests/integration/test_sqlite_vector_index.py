@@ -1,0 +1,60 @@
+"""The SQLite store's vector index: kept beside the database, emptied of what an erasure removes."""
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.model import Episode
+from episodic.ports import Changes, NewEpisode, Scope
+
+NOW = datetime(2026, 11, 20, tzinfo=UTC)
+DIM = 16
+
+
+def vectors(count: int) -> np.ndarray:
+    rng = np.random.default_rng(4)
+    v = rng.standard_normal((count, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def episode(n: int) -> Episode:
+    return Episode.model_validate(
+        {"eventType": "tool_observed_event", "actorId": "a", "tenantId": "acme", "eventId": f"E{n:04d}",
+         "occurredAt": NOW, "recordedAt": NOW, "policyVersion": "v", "summary": f"observation {n}",
+         "sourceRefs": ["t:1"], "sourceTrust": "tool_result"}
+    )  # fmt: skip
+
+
+def filled(path, count: int) -> tuple[SqliteStore, np.ndarray]:
+    store = SqliteStore(path, embedder="m", ann_threshold=200)
+    vs = vectors(count)
+    store.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), vs[n], "m") for n in range(count)]))
+    return store, vs
+
+
+def nearest(store: SqliteStore, query: np.ndarray) -> list[str]:
+    return [c.event_id for c in store.candidates(Scope(tenant_id="acme", now=NOW), None, query, 5).items]
+
+
+def test_given_an_erased_episode_then_its_vector_leaves_the_index_and_memory_and_restarts_skip_it(tmp_path):
+    store, vs = filled(tmp_path / "db.sqlite", 400)
+    nearest(store, vs[0])
+    assert store.vectors.wait_for_indexing(timeout=60)
+    assert nearest(store, vs[7])[0] == "E0007"
+    store.apply(Changes(tenant_id="acme", delete=["E0007"]))
+
+    tenant = store.vectors._tenants[("acme", "m")]
+    rowid = 8  # the eighth row written
+    assert rowid not in tenant.index.assignments()[0]
+    assert not tenant.matrix[tenant.positions(np.array([rowid]))].any()
+    assert "E0007" not in nearest(store, vs[7])
+    store.close()
+
+    (saved,) = (tmp_path / "db.sqlite.ann").glob("*.npz")
+    reopened = SqliteStore(tmp_path / "db.sqlite", embedder="m", ann_threshold=200)
+    nearest(reopened, vs[1])
+    assert reopened.vectors.wait_for_indexing(timeout=60)
+    assert reopened.vectors._tenants[("acme", "m")].index.size == 399
+    assert nearest(reopened, vs[1])[0] == "E0001" and saved.exists()
+    reopened.close()
