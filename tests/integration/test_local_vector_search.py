@@ -96,9 +96,7 @@ def test_given_rows_written_after_the_index_was_built_when_searched_then_the_ind
     assert strategy == "ivf" and list(ids) == [3001]
 
 
-def test_given_probed_cells_holding_fewer_than_k_of_the_scope_when_searched_then_exact_search_answers(
-    db, monkeypatch
-):
+def test_given_probed_cells_holding_fewer_than_k_of_the_scope_when_searched_then_exact_search_answers(db, monkeypatch):
     vectors = add(db, 3000)
     scope = all_rowids(db)
     search = VectorSearch(ann_threshold=1000)

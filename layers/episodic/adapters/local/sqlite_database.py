@@ -69,6 +69,34 @@ CREATE TABLE IF NOT EXISTS episode_tags (
     tenant_id TEXT NOT NULL, tag TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, tag, episode_rowid)
 ) WITHOUT ROWID;
+-- A tenant's scope generation moves whenever anything a scope filters on changes (triggers, so no
+-- write path can forget it): a cached scope (scope_cache.py) is valid while its generation is.
+CREATE TABLE IF NOT EXISTS scope_generations (
+    tenant_id TEXT PRIMARY KEY, generation INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS scope_on_insert AFTER INSERT ON episodes BEGIN
+    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS scope_on_delete AFTER DELETE ON episodes BEGIN
+    INSERT INTO scope_generations VALUES (OLD.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS scope_on_update AFTER UPDATE OF
+    tenant_id, actor_id, project_id, event_type, status, privacy_class, occurred_at, expires_at ON episodes BEGIN
+    INSERT INTO scope_generations VALUES (OLD.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS scope_on_tag_insert AFTER INSERT ON episode_tags BEGIN
+    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS scope_on_tag_delete AFTER DELETE ON episode_tags BEGIN
+    INSERT INTO scope_generations VALUES (OLD.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
 CREATE TABLE IF NOT EXISTS episode_refs (
     tenant_id TEXT NOT NULL, ref TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, ref, episode_rowid)

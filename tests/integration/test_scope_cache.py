@@ -1,0 +1,112 @@
+"""Large scopes kept between recalls, on the real SQLite store: stale the moment anything changes."""
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+from episodic.adapters.local.scope_cache import ScopeCache
+from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.model import Episode, Status
+from episodic.ports import Changes, NewEpisode, Scope, StatusChange
+
+NOW = datetime(2026, 11, 20, tzinfo=UTC)
+
+
+def episode(n: int, tenant: str = "acme", actor: str = "a", expires: datetime | None = None) -> Episode:
+    return Episode.model_validate(
+        {"eventType": "tool_observed_event", "actorId": actor, "tenantId": tenant, "eventId": f"E{n:05d}",
+         "occurredAt": NOW, "recordedAt": NOW, "policyVersion": "v", "summary": f"observation {n}",
+         "sourceRefs": ["t:1"], "sourceTrust": "tool_result",
+         "retention": {"expiresAt": expires.isoformat() if expires else None}}
+    )  # fmt: skip
+
+
+def put(store: SqliteStore, episodes: list[Episode]) -> None:
+    store.apply(Changes(tenant_id=episodes[0].tenant_id, put=[NewEpisode(e, None) for e in episodes]))
+
+
+def rowid(store: SqliteStore, event_id: str) -> int:
+    return store._one("SELECT rowid FROM episodes WHERE event_id = ?", (event_id,))[0]
+
+
+class Admissions:
+    """Counts the scope queries a connection runs (SQLite's own trace hook)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.count = 0
+        conn.set_trace_callback(lambda sql: setattr(self, "count", self.count + ("group_concat" in sql)))
+
+
+def test_given_an_unchanged_tenant_when_a_scope_is_admitted_again_then_the_kept_answer_is_used(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    put(store, [episode(n) for n in range(50)])
+    cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
+    with store.reading() as conn:
+        seen = Admissions(conn)
+        first = cache.rowids(conn, scope)
+        second = cache.rowids(conn, Scope(tenant_id="acme", now=NOW + timedelta(seconds=5)))
+    assert len(first) == 50 and sorted(first) == sorted(second) and seen.count == 1
+    store.close()
+
+
+def test_given_writes_status_changes_deletions_and_other_processes_then_the_kept_answer_is_never_stale(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    put(store, [episode(n) for n in range(50)])
+    put(store, [episode(n, tenant="globex") for n in range(100, 150)])
+    cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
+
+    def admitted() -> set[int]:
+        with store.reading() as conn:
+            return set(cache.rowids(conn, scope).tolist())
+
+    before = admitted()
+    archived, erased = rowid(store, "E00001"), rowid(store, "E00002")
+    put(store, [episode(60)])
+    added = rowid(store, "E00060")
+    assert admitted() == before | {added}  # a new episode
+    store.apply(Changes(tenant_id="acme", status=[StatusChange("E00001", Status.ACTIVE, Status.ARCHIVED)]))
+    assert admitted() == before - {archived} | {added}
+    store.apply(Changes(tenant_id="acme", delete=["E00002"]))
+    assert admitted() == before - {archived, erased} | {added}
+    other = SqliteStore(tmp_path / "db.sqlite")  # another process's store on the same file
+    put(other, [episode(61)])
+    other.close()
+    assert rowid(store, "E00061") in admitted()
+    store.close()
+
+
+def test_given_a_write_to_another_tenant_then_the_kept_answer_stays_valid(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    put(store, [episode(n) for n in range(50)])
+    cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
+    with store.reading() as conn:
+        seen = Admissions(conn)
+        cache.rowids(conn, scope)
+        put(store, [episode(n, tenant="globex") for n in range(100, 110)])
+        cache.rowids(conn, scope)
+    assert seen.count == 1
+    store.close()
+
+
+def test_given_an_episode_expiring_between_two_recalls_then_it_leaves_without_any_write(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    put(store, [episode(n) for n in range(20)] + [episode(99, expires=NOW + timedelta(minutes=1))])
+    cache = ScopeCache(min_rows=10)
+    late = rowid(store, "E00099")
+    with store.reading() as conn:
+        seen = Admissions(conn)
+        assert late in cache.rowids(conn, Scope(tenant_id="acme", now=NOW))
+        assert late not in cache.rowids(conn, Scope(tenant_id="acme", now=NOW + timedelta(minutes=2)))
+    assert seen.count == 1
+    store.close()
+
+
+def test_given_small_scopes_or_many_scopes_then_only_the_large_and_recent_are_kept(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    put(store, [episode(n, actor=f"actor-{n % 5}") for n in range(100)])
+    cache = ScopeCache(capacity=2, min_rows=15)
+    with store.reading() as conn:
+        for actor in ("actor-0", "actor-1", "actor-2"):
+            cache.rowids(conn, Scope(tenant_id="acme", now=NOW, actor_id=actor))  # 20 rows each
+        cache.rowids(conn, Scope(tenant_id="acme", now=NOW, actor_id="nobody"))
+    assert [s.actor_id for s in cache._kept] == ["actor-1", "actor-2"]  # actor-0 pushed out, "nobody" too small
+    store.close()
