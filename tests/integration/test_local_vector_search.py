@@ -1,6 +1,7 @@
 """Local vector search on real SQLite + numpy + faiss, with synthetic unit vectors."""
 
 import sqlite3
+import threading
 
 import numpy as np
 import pytest
@@ -189,3 +190,23 @@ def test_given_vectors_of_another_model_or_tenant_when_searched_then_they_are_ne
     search = VectorSearch()
     ids, _, _ = search.search(db, "acme", "m1", all_rowids(db), other_model[0], 100)
     assert len(ids) == 50 and all(1 <= r <= 50 for r in ids)
+
+
+def test_given_an_erasure_while_the_index_is_prepared_then_the_new_index_does_not_hold_it(db, monkeypatch):
+    vectors = add(db, 3000)
+    search = VectorSearch(ann_threshold=1000)
+    learning, release = threading.Event(), threading.Event()
+    train = ann.CellIndex.train.__func__
+
+    def slow_train(cls, matrix):
+        learning.set()
+        release.wait(30)
+        return train(cls, matrix)
+
+    monkeypatch.setattr(ann.CellIndex, "train", classmethod(slow_train))
+    search.search(db, "acme", "m1", all_rowids(db), vectors[0], 10)  # starts preparing from a snapshot
+    assert learning.wait(30)
+    search.forget("acme", [8])
+    release.set()
+    assert search.wait_for_indexing(timeout=60)
+    assert 8 not in search._tenants[("acme", "m1")].index.assignments()[0]

@@ -56,6 +56,8 @@ class TenantVectors:
         self.saved = 0
         self.preparing = False
         self.failed = False
+        self.erased_meanwhile: list[int] = []
+        """Rows erased while an index was being prepared from a snapshot that may hold them."""
 
     @property
     def rowids(self) -> np.ndarray:
@@ -89,6 +91,8 @@ class TenantVectors:
         self._buf[self.positions(np.sort(rowids))] = 0.0
         if self.index is not None:
             self.index.remove(rowids)
+        elif self.preparing:
+            self.erased_meanwhile.extend(int(r) for r in rowids)
 
 
 def present(sorted_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -224,7 +228,8 @@ class VectorSearch:
             with self._lock:
                 if self._tenants.get((tenant_id, embedder)) is not vectors:
                     return  # invalidated meanwhile
-                vectors.index, vectors.indexed = index, len(ids)
+                index.remove(np.asarray(vectors.erased_meanwhile, dtype=np.int64))
+                vectors.index, vectors.indexed, vectors.erased_meanwhile = index, len(ids), []
                 vectors.saved = len(stored[1]) if stored else 0
                 self._keep_index(tenant_id, embedder, vectors)
         except Exception:  # exact search keeps answering; say why once
