@@ -264,6 +264,21 @@ def cold_imports() -> dict[str, float]:
     return out
 
 
+def import_profile(module: str = "functions.api") -> dict[str, float]:
+    """Where a cold import of ``module`` goes, by top-level package (``python -X importtime``:
+    each module's own time, summed per package), in ms, largest first."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    totals: dict[str, float] = {}
+    for line in run.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) != 3 or not parts[0].strip().isdigit():
+            continue  # the header line
+        package = parts[2].strip().split(".")[0]
+        totals[package] = totals.get(package, 0.0) + int(parts[0]) / 1000
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
 def package_sizes() -> dict[str, int]:
     """Zipped size of the function code and of the core layer (its source; `make layer` adds deps)."""
 
@@ -375,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         peer = chroma_peer()
         bar.advance()
         bar.describe("cold imports and package sizes")
-        imports, sizes_bytes = cold_imports(), package_sizes()
+        imports, sizes_bytes, api_imports = cold_imports(), package_sizes(), import_profile()
         bar.advance()
     from benchmarks.targets import section as targets_section
 
@@ -452,6 +467,12 @@ def main(argv: list[str] | None = None) -> int:
         "| module | cold import |",
         "|---|---:|",
         *[f"| `{m}` | {ms:.0f} ms |" for m, ms in imports.items()],
+        "",
+        "Where `functions.api`'s import goes (`python -X importtime`, each module's own time summed by",
+        "top-level package; one run, so the total differs a little from the best of 3 above):",
+        "",
+        *[f"- `{package}`: {ms:.0f} ms" for package, ms in list(api_imports.items())[:8]],
+        f"- everything else: {sum(list(api_imports.values())[8:]):.0f} ms",
         "",
         "| package | zipped |",
         "|---|---:|",
