@@ -32,7 +32,7 @@ def _million(rows: list[dict[str, Any]]) -> tuple[str, str]:
 
 def section(
     writes: dict[str, Any],
-    latency: dict[str, float],
+    latency: dict[str, Any],
     load: dict[str, Any],
     scale: list[dict[str, Any]],
     imports: dict[str, float],
