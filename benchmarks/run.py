@@ -230,6 +230,7 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
     from episodic.adapters.local.tokens import TokenBook, parse_tokens
     from episodic.adapters.rest import concurrent_handler
     from episodic.model import Caller, Role
+    from episodic.model.messages import RecallRequest
     from episodic.settings import Settings
     from functions import api
 
@@ -248,7 +249,7 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         client = httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}",
                               headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
-        timings: dict[str, list[float]] = {"write": [], "recall": [], "model": []}
+        timings: dict[str, list[float]] = {"write": [], "recall": [], "model": [], "in_process": []}
         for n in range(requests + 1):
             body = {"eventType": "tool_observed_event", "actorId": f"a{n % 5}", "occurredAt": "2026-11-28T10:00:00Z",
                     "summary": f"Nightly export {n} wrote {n * 7} rows to the warehouse", "sourceRefs": [f"job:{n}"],
@@ -262,14 +263,18 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
             t0 = time.perf_counter()
             model.encode([f"which job raised alert {n} on the gateway?"], show_progress_bar=False)
             alone = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()  # the same kind of recall without HTTP (a text of its own: no cached vector)
+            service.recall(caller, RecallRequest.model_validate({"query": f"which job raised the alert numbered {n}?"}))
+            inside = (time.perf_counter() - t0) * 1000
             if n:  # the first round loads the model
                 timings["write"].append(write)
                 timings["recall"].append(recall)
                 timings["model"].append(alone)
+                timings["in_process"].append(inside)
         server.shutdown()
         server.server_close()
         api.set_service(None)
-        inside, profile = _recall_in_process(service, caller, requests)
+        profile = _recall_profile(service, caller, requests)
         service.close()
     return {
         **{
@@ -277,31 +282,21 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
             for kind, values in timings.items()
             for q, p in (("p50", 50), ("p99", 99))
         },
-        "in_process_p50_ms": inside,
         "recall_profile": profile,
     }
 
 
-def _recall_in_process(service: Any, caller: Any, requests: int) -> tuple[float, dict[str, float]]:
-    """The same recalls without HTTP: p50 (ms), then the stages' shares under cProfile."""
+def _recall_profile(service: Any, caller: Any, requests: int) -> dict[str, float]:
+    """The stages' shares of in-process recalls of the same kind, under cProfile."""
     from episodic.model.messages import RecallRequest
-
-    def recall(n: int) -> None:
-        service.recall(caller, RecallRequest.model_validate({"query": f"which job raised alert number {n}?"}))
-
-    times = []
-    for n in range(10_000, 10_000 + requests):
-        t0 = time.perf_counter()
-        recall(n)
-        times.append((time.perf_counter() - t0) * 1000)
 
     def recalls() -> None:
         for n in range(20_000, 20_000 + requests):
-            recall(n)
+            service.recall(caller, RecallRequest.model_validate({"query": f"which job raised alert number {n}?"}))
 
     profile = cProfile.Profile()
     profile.runcall(recalls)
-    return statistics.median(times), recall_profile(pstats.Stats(profile))
+    return recall_profile(pstats.Stats(profile))
 
 
 def cold_imports() -> dict[str, float]:
@@ -496,8 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         f"| POST /v1/episodes | {latency['write_p50_ms']:.1f} ms | {latency['write_p99_ms']:.1f} ms | |",
         f"| POST /v1/recall | {latency['recall_p50_ms']:.1f} ms | {latency['recall_p99_ms']:.1f} ms "
         f"| {latency['recall_p50_ms'] / latency['model_p50_ms']:.2f} |",
-        f"| the same recalls in process, no HTTP | {latency['in_process_p50_ms']:.1f} ms | "
-        f"| {latency['in_process_p50_ms'] / latency['model_p50_ms']:.2f} |",
+        f"| the same kind of recall in process, no HTTP | {latency['in_process_p50_ms']:.1f} ms "
+        f"| {latency['in_process_p99_ms']:.1f} ms | {latency['in_process_p50_ms'] / latency['model_p50_ms']:.2f} |",
         "",
         f"The model is the bound (1.00). Over it, the HTTP round trip, routing, validation and JSON add "
         f"{latency['recall_p50_ms'] - latency['in_process_p50_ms']:.1f} ms, and the service's own work the rest. "
