@@ -93,15 +93,20 @@ POLICY_STAGES = {
 }
 
 
-def policy_profile(stats: pstats.Stats) -> dict[str, float]:
-    """Each of :data:`POLICY_STAGES`' share of ``decide``'s cumulative time (cProfile)."""
+def stage_shares(
+    stats: pstats.Stats, stages: dict[str, tuple[str, str]], whole: tuple[str, str], rest: str
+) -> dict[str, float]:
+    """Each stage's share of the cumulative time of ``whole`` (file name, function), from a
+    cProfile run; ``rest`` names what the stages leave."""
     table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]  # pstats keeps its table here
     cumulative = {(Path(f).name, name): entry[3] for (f, _, name), entry in table.items()}
-    total = cumulative.get(("__init__.py", "decide"), 0.0) or 1.0
-    shares = {stage: cumulative.get(key, 0.0) / total for stage, key in POLICY_STAGES.items()}
-    shares["everything else (validation, provenance, the verdict)"] = max(0.0, 1.0 - sum(shares.values()))
+    total = cumulative.get(whole, 0.0) or 1.0
+    shares = {stage: cumulative.get(key, 0.0) / total for stage, key in stages.items()}
+    shares[rest] = max(0.0, 1.0 - sum(shares.values()))
     return shares
 
+
+POLICY_REST = "everything else (validation, provenance, the verdict)"
 
 RECALL_STAGES = {
     "embedding the query (the model)": ("embedder.py", "embed"),
@@ -114,18 +119,6 @@ RECALL_STAGES = {
 }
 
 
-def recall_profile(stats: pstats.Stats) -> dict[str, float]:
-    """Each of :data:`RECALL_STAGES`' share of the recall use case's cumulative time (cProfile)."""
-    table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]  # pstats keeps its table here
-    cumulative = {(Path(f).name, name): entry[3] for (f, _, name), entry in table.items()}
-    total = cumulative.get(("reads.py", "recall"), 0.0) or 1.0
-    shares = {stage: cumulative.get(key, 0.0) / total for stage, key in RECALL_STAGES.items()}
-    shares["everything else (scope, query interpretation, the second round's own work)"] = max(
-        0.0, 1.0 - sum(shares.values())
-    )
-    return shares
-
-
 def _forget_policy_caches() -> None:
     """Empty the write policy's memo caches, so a timed run judges every text afresh."""
     from episodic.policy import instruction_model, instructions
@@ -136,7 +129,7 @@ def _forget_policy_caches() -> None:
 
 def write_throughput(count: int) -> dict[str, Any]:
     """Rates per second (``*_per_s``) and ``policy_profile``, the share of the policy's time per
-    stage (:func:`policy_profile`)."""
+    stage (:func:`stage_shares` of :data:`POLICY_STAGES`)."""
     from benchmarks.ingest_throughput import proposals
     from episodic.adapters.local.bootstrap import build_local_service
     from episodic.adapters.local.embedder import MiniLMEmbedder
@@ -213,7 +206,7 @@ def write_throughput(count: int) -> dict[str, Any]:
         "model_texts_per_s": model_rate,
         "raw_sqlite_per_s": raw_rate,
         **{f"{k}_per_s": v for k, v in rates.items()},
-        "policy_profile": policy_profile(pstats.Stats(profile)),
+        "policy_profile": stage_shares(pstats.Stats(profile), POLICY_STAGES, ("__init__.py", "decide"), POLICY_REST),
     }
 
 
@@ -296,7 +289,8 @@ def _recall_profile(service: Any, caller: Any, requests: int) -> dict[str, float
 
     profile = cProfile.Profile()
     profile.runcall(recalls)
-    return recall_profile(pstats.Stats(profile))
+    rest = "everything else (scope, query interpretation, the second round's own work)"
+    return stage_shares(pstats.Stats(profile), RECALL_STAGES, ("reads.py", "recall"), rest)
 
 
 def cold_imports() -> dict[str, float]:

@@ -115,7 +115,7 @@ class VectorSearch:
         self._lock = threading.Lock()
         self._workers: list[threading.Thread] = []
         self.strategies: Counter[str] = Counter()
-        """How many searches each strategy answered (for benchmarks and operators)."""
+        """How many searches each strategy answered (read by the benchmarks)."""
 
     def invalidate(self) -> None:
         """Forget every cached matrix and persisted index (vectors were rewritten in place, e.g.
