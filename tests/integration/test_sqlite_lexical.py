@@ -32,11 +32,11 @@ def test_given_many_matches_then_the_scope_gets_the_best_by_bm25_without_a_sort_
         plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {fts}"))
         expected = conn.execute(  # the same scope's matches, every one scored, then sorted
             "SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.rowid = episodes_fts.rowid "
-            "WHERE episodes_fts MATCH '\"alert\" OR \"gateway\" OR \"rollback\"' AND e.actor_id = 'a1' "
+            'WHERE episodes_fts MATCH \'"alert" OR "gateway" OR "rollback"\' AND e.actor_id = \'a1\' '
             "ORDER BY bm25(episodes_fts), e.rowid"
         ).fetchall()
     assert "TEMP B-TREE" not in plan and "INDEX 32" in plan  # FTS5's own ORDER BY rank
     scores = {event_id: score for event_id, score in expected}
     assert len(got) == 20 and all(c.lexical == scores[c.event_id] for c in got)
-    assert sorted((-c.lexical for c in got)) == sorted(-s for _, s in expected[:20])  # the 20 best, ties aside
+    assert sorted(-c.lexical for c in got) == sorted(-s for _, s in expected[:20])  # the 20 best, ties aside
     store.close()
