@@ -114,16 +114,19 @@ def _start_server(data_dir: Path, port: int, workers: int = 1) -> subprocess.Pop
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data_dir),
                "--workers", str(workers)]  # fmt: skip
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = data_dir.parent / "server.log"  # the server's own account, for when it does not start
+    with log.open("wb") as sink:
+        server = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and server.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
                 return server
         except httpx.HTTPError:
             time.sleep(0.5)
     server.kill()
-    raise RuntimeError("the server did not start")
+    tail = log.read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"the server did not start (exit code {server.poll()}); its output ends:\n{tail}")
 
 
 def _seed(base: str, per_tenant: int) -> None:
