@@ -7,8 +7,9 @@ million vectors, after a four-minute build paid by the first query, and on 0.965
 even at ``efSearch`` 1280; IVF with 1,024 cells agreed on 0.98 for a million, probing 128
 cells in ~5 ms. IVF also fits a store that changes under it: a new vector is added by finding
 its nearest cell (~0.05 ms), so the index follows every write and is never rebuilt, and a
-removed one simply leaves its cell's list. Only the cells' centres are learned (k-means on a sample, once per
-tenant); that is the one step that takes seconds, and it runs off the request path.
+removed one simply leaves its cell's list. Only the cells' centres are learned (k-means on a
+sample, once per tenant); that is the one step that takes seconds, and it runs off the
+request path.
 
 Why the persisted file holds no vectors: it keeps the cell centres and, for every indexed row,
 its rowid and its cell -- enough to put each vector back in its cell at the next start without

@@ -38,6 +38,8 @@ _DAWN = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class ScopeCache:
+    """Large scopes' rowids and expiries, each under the tenant generation it was read at."""
+
     def __init__(self, capacity: int = 32, min_rows: int = 5_000) -> None:
         self.capacity = capacity
         self.min_rows = min_rows
