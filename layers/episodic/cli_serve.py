@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if args.workers > 1:  # each process's model gets its share of the cores, not all of them each
         os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
+    _stop_on_sigterm()  # before the fork: the worker processes inherit it
     first, children = fork_workers(args.workers)  # before any thread starts or the model loads
     try:
         with _backend(args.backend, settings) as (service, where):
@@ -57,6 +59,19 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         if first:
             stop_workers(children)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM -- what ``kill``, systemd and container runtimes send, and what the first process
+    sends its workers -- stops the server the way Ctrl-C does: the store is closed (the vector
+    index saved, SQLite's log checkpointed) instead of the process ending mid-flight. A second
+    SIGTERM during that shutdown is ignored, so it cannot cut the close short."""
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 @contextmanager

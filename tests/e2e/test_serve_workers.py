@@ -82,3 +82,34 @@ def test_given_workers_with_the_aws_local_backend_when_served_then_it_is_refused
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and "needs the local backend" in done.stderr
+
+
+def test_given_two_workers_when_the_server_gets_sigterm_then_every_process_closes_its_store_and_exits(tmp_path):
+    """SIGTERM is what ``kill``, systemd and container runtimes send. Every process must close
+    its store on it: the last SQLite connection to close checkpoints the log and removes
+    ``episodic.db-wal``, which a process ended mid-flight leaves behind."""
+    port, data = free_port(), tmp_path / "d"
+    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
+    command = [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--port", str(port),
+               "--data-dir", str(data)]  # fmt: skip
+    server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(server, base)
+        [worker] = children_of(server.pid)
+        with Client(base, AGENT) as agent:
+            for n in range(6):  # with two processes, both are likely to have answered one
+                agent.remember(
+                    {"eventType": "task_milestone", "actorId": "sam", "occurredAt": "2026-11-20T18:00:00Z",
+                     "summary": f"Sam shipped release {n} of the billing service", "sourceRefs": [f"rel:{n}"],
+                     "sourceTrust": "tool_result"}
+                )  # fmt: skip
+        assert (data / "episodic.db-wal").exists()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=30)
+    assert not alive(worker), "the worker outlived the server"
+    assert not (data / "episodic.db-wal").exists(), "a process ended without closing its store"
