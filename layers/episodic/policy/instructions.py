@@ -108,11 +108,15 @@ def kinds(text: str) -> frozenset[str]:
     readings = views(text)
     groups = {_WORDS: readings.words, _LATIN: readings.latin, _SQUASHED: readings.squashed}
     found: set[str] = set()
+    read: dict[tuple[tuple[str, ...], bool], tuple[list[str], str]] = {}  # checks that read alike share
     for family, pattern, reads, fold_l in _CHECKS:
         if family in found:
             continue
-        readings_read = (v for group in reads for v in groups[group])
-        if pattern.search_any(v.replace("l", "i") if fold_l else v for v in readings_read):
+        if (reads, fold_l) not in read:
+            texts = [v.replace("l", "i") if fold_l else v for group in reads for v in groups[group]]
+            read[reads, fold_l] = texts, "\n".join(texts)
+        texts, joined = read[reads, fold_l]
+        if pattern.may_match(joined) and any(pattern.pattern.search(v) for v in texts):
             found.add(family)
     for family, gated in ((INJECTION, _LANGUAGE_INJECTION), (STANDING_ORDER, _LANGUAGE_STANDING_ORDER)):
         for view in readings.words:
