@@ -322,6 +322,28 @@ def test_given_an_expired_archived_episode_when_an_operator_restores_it_then_it_
         service.restore(OPERATOR, "01UNKNOWN")
 
 
+def test_given_a_decay_archived_episode_when_restored_with_a_new_expiry_then_it_is_back_with_it(service, clock):
+    """Relevance decay leaves the episode in the timeline as ``archived``; a restore with a new
+    expiry takes it out through its archive copy and back with the expiry, on every backend."""
+    old = service.remember(
+        AGENT,
+        proposal(summary="Printer on floor 3 was out of toner", importance=0.1,
+                 occurredAt=(clock.now() - timedelta(days=60)).isoformat(),
+                 retention={"expiresAt": (clock.now() + timedelta(days=40)).isoformat()}),
+    )  # fmt: skip
+    clock.advance(days=31)
+    assert service.forget().archived == [old.event_id]
+    new_expiry = clock.now() + timedelta(days=365)
+    restored = service.restore(OPERATOR, old.event_id, expires_at=new_expiry)
+    held = service.store.get("acme", old.event_id)
+    assert held.status is Status.ACTIVE and held.retention.expires_at == new_expiry == restored.retention.expires_at
+    assert not service.archive.contains("acme", old.event_id)
+    found = service.recall(AGENT, RecallRequest(query="printer toner", actor_id="user-1")).items
+    assert [i.episode.event_id for i in found] == [old.event_id]
+    records, _ = service.audit(OPERATOR, event_id=old.event_id)
+    assert [r.action for r in records] == ["episode.written", "episode.archived", "episode.restored"]
+
+
 def test_given_a_summary_touching_more_than_100_items_when_written_then_it_commits_and_cascades(service):
     sources = [
         service.remember(AGENT, proposal(summary=f"Nightly job {n} finished in {10 + n} minutes", actorId="ops-bot"))

@@ -84,6 +84,12 @@ class Archival:
         retention has passed needs a new ``expiresAt``, or it would be forgotten again at once.
         The archive copy is removed once the episode is back, so no second copy lingers; if that
         removal failed, asking again finishes it (the episode is back already: only the copy goes).
+
+        An episode archived by relevance decay is still in the timeline: without a new expiry it
+        goes back to ``active`` where it stands; with one, it leaves the timeline for its archive
+        copy and comes back from there the way an expired one does, with the new expiry. The two
+        steps are two commits, and a crash between them leaves it in the archive, where asking
+        again restores it.
         """
         require_operator(caller)
         deps = self.deps
@@ -92,7 +98,12 @@ class Archival:
         if held is not None and held.status is Status.ARCHIVED:
             if expires_at is None and held.is_expired(now):
                 raise ConflictError("this episode's retention has passed; restore it with a new expiresAt")
-            return self._unarchive(caller, held, now)
+            if expires_at is None:
+                return self._unarchive(caller, held, now)
+            if expires_at <= now:
+                raise InvalidRequestError("expiresAt must be in the future")
+            self._to_archive_only(held, now)
+            held = None
         if held is not None and deps.archive.contains(caller.tenant_id, event_id):
             deps.archive.delete_events(caller.tenant_id, [event_id])
             return held
@@ -127,6 +138,13 @@ class Archival:
         )
         deps.archive.delete_events(caller.tenant_id, [event_id])
         return episode
+
+    def _to_archive_only(self, episode: Episode, now: datetime) -> None:
+        """Take a decay-archived episode out of the timeline, its archive copy (written again
+        from the timeline's current version first) left as the one way back."""
+        deps = self.deps
+        deps.archive.put(episode, "relevance_decay", now)
+        deps.episodes.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id]))
 
     def _unarchive(self, caller: Caller, episode: Episode, now: datetime) -> Episode:
         """An episode archived by relevance decay goes back to ``active`` where it stands."""

@@ -224,18 +224,30 @@ def test_given_a_decay_archived_episode_past_its_retention_when_restored_without
         archival.restore(OPERATOR, old.event_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: Archival.restore ignores expires_at for an episode archived by relevance decay (_unarchive "
-    "takes no expiry), so an operator's new expiresAt is silently dropped",
-)
 def test_given_a_decay_archived_episode_when_restored_with_a_new_expiry_then_it_carries_it(
-    writes, archival, store, clock
+    writes, archival, store, archive, embedder, clock
 ):
     old = _idle_low_value(writes, clock, retention={"expiresAt": (clock.now() + timedelta(days=40)).isoformat()})
     clock.advance(days=31)
     archival.forget()
     new_expiry = clock.now() + timedelta(days=365)
-    archival.restore(OPERATOR, old.event_id, expires_at=new_expiry)
-    assert store.get("acme", old.event_id).retention.expires_at == new_expiry
+    restored = archival.restore(OPERATOR, old.event_id, expires_at=new_expiry)
+    held = store.get("acme", old.event_id)
+    assert held == restored and held.status is Status.ACTIVE and held.retention.expires_at == new_expiry
+    assert not archive.contains("acme", old.event_id)
+    assert store.stale_vectors(embedder.name, 10) == []  # re-embedded: recallable again
+    [audit] = _audits(store, "episode.restored", old.event_id)
+    assert audit.detail == {"archivedReason": "relevance_decay", "expiresAt": new_expiry.isoformat()}
+    clock.advance(days=100)  # past the old expiry, inside the new one: the sweep leaves it
+    assert archival.expire(clock.now(), 10) == 0 and store.get("acme", old.event_id) is not None
+
+
+def test_given_a_decay_archived_episode_when_restored_with_an_expiry_in_the_past_then_nothing_changes(
+    writes, archival, store, archive, clock
+):
+    old = _idle_low_value(writes, clock)
+    clock.advance(days=31)
+    archival.forget()
+    with pytest.raises(InvalidRequestError):
+        archival.restore(OPERATOR, old.event_id, expires_at=clock.now())
+    assert store.get("acme", old.event_id).status is Status.ARCHIVED
