@@ -8,6 +8,10 @@ One exception: a 24-hour digest (``session_summary``) is not archived. It repeat
 the episodes it cites, and erasing one of those must erase the digest too; in the timeline the
 digest is found by its citations, but an archived copy could not be, and would keep erased
 text. A digest is derived data: once expired it is simply gone (and can be made again).
+
+Nor is a write still waiting for review: it was never admitted to memory, and a copy in the
+archive would be a way back (restore) that no reviewer approved. Its review, still open, finds
+no episode left: approving it activates nothing, denying it deletes nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import hashlib
 import json
 from typing import Any
 
-from episodic.model import Episode, EventType
+from episodic.model import Episode, EventType, Status
 
 
 def content_hash(episode: Episode) -> str:
@@ -26,7 +30,8 @@ def content_hash(episode: Episode) -> str:
 
 
 def archived_on_expiry(episode: Episode) -> bool:
-    return episode.event_type is not EventType.SESSION_SUMMARY
+    """Whether an expiring episode leaves a copy in the cold archive (see the module docstring)."""
+    return episode.event_type is not EventType.SESSION_SUMMARY and episode.status is not Status.PENDING_REVIEW
 
 
 def expiry_detail(episode: Episode, archive_key: str | None) -> dict[str, Any]:

@@ -79,6 +79,21 @@ def test_given_a_ttl_removal_of_a_digest_when_handled_then_it_is_audited_but_not
     assert len(audit) == 1 and audit[0].detail["archived"] is False and "archiveKey" not in audit[0].detail
 
 
+def test_given_a_ttl_removal_of_a_write_awaiting_review_when_handled_then_it_is_audited_but_not_archived(wired):
+    """Never admitted to memory: an archive copy would be a way back no reviewer approved."""
+    store, archive = wired
+    event = load("ttl_remove.json")
+    old_image = event["Records"][0]["dynamodb"]["OldImage"]
+    old_image["ep"]["M"]["status"] = {"S": "pending_review"}
+    old_image["st"] = {"S": "pending_review"}
+
+    assert stream.handler(event, _Context()) == {"batchItemFailures": []}
+
+    assert archive.get("acme", old_image["ep"]["M"]["eventId"]["S"]) is None
+    audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
+    assert len(audit) == 1 and audit[0].detail["archived"] is False
+
+
 def test_given_a_batch_with_a_poison_record_when_handled_then_only_it_is_reported(wired):
     _, archive = wired
     batch = load("mixed_batch.json")

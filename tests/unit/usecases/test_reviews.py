@@ -144,3 +144,23 @@ def test_given_a_correction_of_another_actor_when_denied_then_the_corrected_epis
     assert store.get("acme", theirs.event_id).status is Status.ACTIVE
     with pytest.raises(ConflictError):
         reviews.decide_review(OPERATOR, attempt.review_id, approve=True)
+
+
+def test_given_a_held_write_past_its_retention_when_swept_then_it_is_gone_without_an_archive_copy(
+    writes, reviews, deps, store, archive, clock
+):
+    """Never admitted to memory: an archive copy would let a restore activate what no reviewer
+    approved. Its review, still open, finds nothing to activate."""
+    from episodic.usecases.archival import Archival
+
+    held = _held(writes, retention={"expiresAt": (clock.now() + timedelta(hours=1)).isoformat()})
+    clock.advance(hours=2)
+    assert Archival(deps).expire(clock.now(), 10) == 1
+    assert store.get("acme", held.event_id) is None and not archive.contains("acme", held.event_id)
+    [expired], _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired", event_id=held.event_id))
+    assert expired.detail["archived"] is False
+    with pytest.raises(NotFoundError):
+        Archival(deps).restore(OPERATOR, held.event_id, expires_at=clock.now() + timedelta(days=30))
+    view = reviews.decide_review(OPERATOR, held.review_id, approve=True)
+    assert view.review.status is ReviewStatus.APPROVED and view.episode is None
+    assert store.get("acme", held.event_id) is None
