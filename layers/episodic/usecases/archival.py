@@ -94,27 +94,30 @@ class Archival:
         require_operator(caller)
         deps = self.deps
         now = deps.clock.now()
+        if expires_at is not None and expires_at <= now:
+            raise InvalidRequestError("expiresAt must be in the future")
         held = deps.episodes.get(caller.tenant_id, event_id)
         if held is not None and held.status is Status.ARCHIVED:
             if expires_at is None and held.is_expired(now):
                 raise ConflictError("this episode's retention has passed; restore it with a new expiresAt")
             if expires_at is None:
                 return self._unarchive(caller, held, now)
-            if expires_at <= now:
-                raise InvalidRequestError("expiresAt must be in the future")
             self._to_archive_only(held, now)
             held = None
         if held is not None and deps.archive.contains(caller.tenant_id, event_id):
             deps.archive.delete_events(caller.tenant_id, [event_id])
             return held
+        return self._from_archive(caller, event_id, expires_at, now)
+
+    def _from_archive(self, caller: Caller, event_id: str, expires_at: datetime | None, now: datetime) -> Episode:
+        """The archived record back in the timeline, re-embedded, then its archive copy removed."""
+        deps = self.deps
         record = deps.archive.get(caller.tenant_id, event_id)
         if record is None:
             raise NotFoundError(f"no archived episode {event_id}")
         episode = Episode.model_validate(record["episode"])
         retention = episode.retention
         if expires_at is not None:
-            if expires_at <= now:
-                raise InvalidRequestError("expiresAt must be in the future")
             retention = retention.model_copy(update={"expires_at": expires_at})
         elif episode.is_expired(now):
             raise ConflictError("this episode's retention has passed; restore it with a new expiresAt")
