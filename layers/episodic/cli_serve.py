@@ -105,6 +105,9 @@ def _run_server(server: Any, settings: Any, tokens: Any, service: Any, where: st
     if warm is not None:
         warm()
     service.policy.warm_up()  # the classifiers and detectors before the first request
+    vectors = getattr(service.store, "warm_up", None)  # the local backend: large tenants' vectors
+    if vectors is not None:
+        vectors(service.embedder.dimension)
     jobs = [
         ("sweep", settings.sweep_interval_seconds, service.sweep),
         ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarise())),

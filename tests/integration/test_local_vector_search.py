@@ -210,3 +210,44 @@ def test_given_an_erasure_while_the_index_is_prepared_then_the_new_index_does_no
     release.set()
     assert search.wait_for_indexing(timeout=60)
     assert 8 not in search._tenants[("acme", "m1")].index.assignments()[0]
+
+
+class SlowReadConnectionDouble:
+    """A test double of a SQLite connection whose read of vector blobs waits for ``release``:
+    one tenant's long first load (seconds at a million rows) held open on purpose."""
+
+    def __init__(self, conn, release: threading.Event) -> None:
+        self.conn, self.release, self.reading = conn, release, threading.Event()
+
+    def execute(self, sql, params=()):
+        if "SELECT rowid, vector" in sql:
+            self.reading.set()
+            assert self.release.wait(timeout=30)
+        return self.conn.execute(sql, params)
+
+
+def test_given_one_tenant_loading_its_vectors_when_another_is_searched_then_it_does_not_wait(tmp_path):
+    path = tmp_path / "v.db"
+    setup = sqlite3.connect(path)
+    setup.execute("CREATE TABLE episodes (rowid INTEGER PRIMARY KEY, tenant_id TEXT, embedder TEXT, vector BLOB)")
+    vectors = add(setup, 200, tenant="big")
+    add(setup, 50, tenant="small", seed=3)
+    setup.close()
+    search, release = VectorSearch(ann_threshold=10_000), threading.Event()
+    slow = SlowReadConnectionDouble(sqlite3.connect(path, check_same_thread=False), release)
+    loading = threading.Thread(target=search.search, args=(slow, "big", "m1", np.arange(1, 201), vectors[0], 5))
+    loading.start()
+    try:
+        assert slow.reading.wait(timeout=30)
+        answered: list[str] = []
+        other = sqlite3.connect(path, check_same_thread=False)
+        small = threading.Thread(
+            target=lambda: answered.append(search.search(other, "small", "m1", np.arange(201, 251), vectors[0], 5)[2])
+        )
+        small.start()
+        small.join(timeout=10)
+        assert answered == ["exact"], "a tenant's search waited for another tenant's load"
+        assert loading.is_alive()  # the big tenant is still loading
+    finally:
+        release.set()
+        loading.join(timeout=30)

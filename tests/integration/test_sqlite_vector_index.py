@@ -58,3 +58,19 @@ def test_given_an_erased_episode_then_its_vector_leaves_the_index_and_memory_and
     assert reopened.vectors._tenants[("acme", "m")].index.size == 399
     assert nearest(reopened, vs[1])[0] == "E0001" and saved.exists()
     reopened.close()
+
+
+def test_given_large_and_small_tenants_when_the_store_warms_up_then_only_the_large_ones_are_read_ahead(tmp_path):
+    store, vs = filled(tmp_path / "db.sqlite", 300)
+    small = episode(999).model_copy(update={"tenant_id": "globex"})
+    store.apply(Changes(tenant_id="globex", put=[NewEpisode(small, vs[0], "m")]))
+    store.close()
+
+    reopened = SqliteStore(tmp_path / "db.sqlite", embedder="m", ann_threshold=200)
+    reopened.warm_up(DIM, min_episodes=100).join(timeout=60)
+    assert set(reopened.vectors._tenants) == {("acme", "m")}  # globex waits for its first recall
+    assert reopened.vectors._tenants[("acme", "m")].count == 300
+    assert reopened.vectors.wait_for_indexing(timeout=60)  # and the large tenant's index was started
+    assert reopened.vectors._tenants[("acme", "m")].index is not None
+    assert nearest(reopened, vs[5])[0] == "E0005"
+    reopened.close()

@@ -13,7 +13,9 @@ the same snapshot of the database.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,11 @@ from episodic.adapters.local.vectors import VectorSearch
 from episodic.ports import RecallCandidates, Scope, Vector
 from episodic.query import lexical_terms
 from episodic.ranking import Candidate
+
+WARM_MIN_EPISODES = 10_000
+"""Tenants at least this large have their vectors read at start (:meth:`RecallReads.warm_up`):
+from here on the first read takes a noticeable part of a second, at a million several seconds."""
+log = logging.getLogger(__name__)
 
 
 def fts_query(text: str) -> str | None:
@@ -80,6 +87,29 @@ class RecallReads(Database):
         return RecallCandidates(
             [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
         )
+
+    def warm_up(self, dimension: int, min_episodes: int = WARM_MIN_EPISODES) -> threading.Thread:
+        """Read the vectors of every tenant with ``min_episodes`` or more into memory in the
+        background, largest first (and start their indexes), so that no large tenant's first
+        recall after a start waits seconds for them. A recall that comes first loads its own
+        tenant as it always did; other tenants' recalls never wait (each tenant has its lock)."""
+
+        def load(embedder: str) -> None:
+            try:
+                with self.reading() as conn:
+                    tenants = conn.execute(
+                        "SELECT tenant_id FROM episodes GROUP BY tenant_id HAVING count(*) >= ? ORDER BY count(*) DESC",
+                        (min_episodes,),
+                    ).fetchall()
+                    for (tenant,) in tenants:
+                        self.vectors.load(conn, tenant, embedder, dimension)
+            except Exception:  # the recalls load what they need; say why once
+                log.warning("could not read the large tenants' vectors at start", exc_info=True)
+
+        thread = threading.Thread(target=load, args=(self.embedder,), name="episodic-vectors-warm-up", daemon=True)
+        if self.embedder is not None:  # a store that names no model has no vectors to compare
+            thread.start()
+        return thread
 
     def _semantic(
         self, conn: sqlite3.Connection, scope: Scope, query_vector: Vector, pool_size: int, embedder: str

@@ -20,6 +20,11 @@ Why no query ever waits for an index to be built: the first search that finds a 
 then on every search first adds the rows written since the last one (~0.05 ms a row), so the
 index is as current as the matrix; it is written beside the database when it has grown by a
 tenth since the last save, and when the store closes.
+
+Each tenant has its own lock: loading a large tenant's vectors (seconds at a million rows)
+holds up that tenant's searches only, never another tenant's. ``episodic serve`` loads the
+large tenants in the background at start (:meth:`VectorSearch.load`), so their first query
+after a restart does not pay for it either.
 """
 
 from __future__ import annotations
@@ -58,6 +63,11 @@ class TenantVectors:
         self.failed = False
         self.erased_meanwhile: list[int] = []
         """Rows erased while an index was being prepared from a snapshot that may hold them."""
+        self.lock = threading.Lock()
+        """Held while this tenant's vectors are read from SQLite, searched or changed."""
+        self.retired = False
+        """Dropped by :meth:`VectorSearch.invalidate`: a search still holding it may finish, but
+        nothing of it is saved or installed any more."""
 
     @property
     def rowids(self) -> np.ndarray:
@@ -113,6 +123,8 @@ class VectorSearch:
         self.directory = directory
         self._tenants: dict[tuple[str, str], TenantVectors] = {}
         self._lock = threading.Lock()
+        """Guards the registry of tenants, the workers and the counter; never held while a
+        tenant's vectors are read or searched (each :class:`TenantVectors` has its own lock)."""
         self._workers: list[threading.Thread] = []
         self.strategies: Counter[str] = Counter()
         """How many searches each strategy answered (read by the benchmarks)."""
@@ -121,17 +133,22 @@ class VectorSearch:
         """Forget every cached matrix and persisted index (vectors were rewritten in place, e.g.
         re-embedding: neither the watermark nor the learned cells can see that)."""
         with self._lock:
+            held = list(self._tenants.values())
             self._tenants.clear()
-            if self.directory is not None and self.directory.is_dir():
-                for stale in self.directory.glob("*.npz"):
-                    stale.unlink(missing_ok=True)
+        for vectors in held:
+            with vectors.lock:  # after this, no save of theirs can follow the deletion below
+                vectors.retired = True
+        if self.directory is not None and self.directory.is_dir():
+            for stale in self.directory.glob("*.npz"):
+                stale.unlink(missing_ok=True)
 
     def forget(self, tenant_id: str, rowids: list[int]) -> None:
         """Erased rows of ``tenant_id``: no copy of their vectors stays in this process."""
         with self._lock:
-            for (tenant, _), vectors in self._tenants.items():
-                if tenant == tenant_id:
-                    vectors.forget(np.asarray(rowids, dtype=np.int64))
+            held = [vectors for (tenant, _), vectors in self._tenants.items() if tenant == tenant_id]
+        for vectors in held:
+            with vectors.lock:
+                vectors.forget(np.asarray(rowids, dtype=np.int64))
 
     def search(
         self,
@@ -143,15 +160,16 @@ class VectorSearch:
         k: int,
     ) -> tuple[np.ndarray, np.ndarray, str]:
         """Top ``k`` (rowids, similarities, strategy) among ``scope_rowids``."""
-        with self._lock:
-            vectors = self._sync(conn, tenant_id, embedder, len(query))
+        vectors = self._tenant(tenant_id, embedder, len(query))
+        with vectors.lock:
+            self._sync(conn, tenant_id, embedder, vectors)
             self._keep_index(tenant_id, embedder, vectors)
             if len(scope_rowids) >= self.ann_threshold and vectors.index is not None:
                 ids, sims = vectors.index.search(query, k, scope_rowids, len(scope_rowids) / vectors.count)
                 if len(ids) >= min(k, len(scope_rowids)):
-                    self.strategies["ivf"] += 1
+                    self._count("ivf")
                     return ids, sims, "ivf"
-            self.strategies["exact"] += 1
+            self._count("exact")
             positions = vectors.positions(np.sort(scope_rowids))
             if len(positions) == 0:
                 return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), "exact"
@@ -163,6 +181,15 @@ class VectorSearch:
             top = top[np.argsort(-sims[top])]
             return vectors.rowids[positions[top]], sims[top], "exact"
 
+    def load(self, conn: Any, tenant_id: str, embedder: str, dimension: int) -> int:
+        """Read the tenant's vectors into memory now (and start its index, when it is large
+        enough), as its first search would; returns how many it holds."""
+        vectors = self._tenant(tenant_id, embedder, dimension)
+        with vectors.lock:
+            self._sync(conn, tenant_id, embedder, vectors)
+            self._keep_index(tenant_id, embedder, vectors)
+            return vectors.count
+
     def wait_for_indexing(self, timeout: float | None = None) -> bool:
         """Block until every background index load or build has finished (benchmarks and tests);
         whether they all did within ``timeout`` seconds."""
@@ -173,18 +200,28 @@ class VectorSearch:
     def close(self) -> None:
         """Write every index that grew since its last save."""
         with self._lock:
-            for (tenant, embedder), vectors in self._tenants.items():
+            held = list(self._tenants.items())
+        for (tenant, embedder), vectors in held:
+            with vectors.lock:
                 if vectors.index is not None and vectors.index.size != vectors.saved:
                     self._save(tenant, embedder, vectors)
 
-    def _sync(self, conn: Any, tenant_id: str, embedder: str, dimension: int) -> TenantVectors:
-        key = (tenant_id, embedder)
-        vectors = self._tenants.get(key)
-        if vectors is None:
-            vectors = self._tenants[key] = TenantVectors(dimension=dimension)
+    def _tenant(self, tenant_id: str, embedder: str, dimension: int) -> TenantVectors:
+        with self._lock:
+            vectors = self._tenants.get((tenant_id, embedder))
+            if vectors is None:
+                vectors = self._tenants[tenant_id, embedder] = TenantVectors(dimension=dimension)
+            return vectors
+
+    def _count(self, strategy: str) -> None:
+        with self._lock:
+            self.strategies[strategy] += 1
+
+    def _sync(self, conn: Any, tenant_id: str, embedder: str, vectors: TenantVectors) -> None:
+        """Rows written since the last look, appended (the caller holds ``vectors.lock``)."""
         newest = conn.execute("SELECT max(rowid) FROM episodes").fetchone()[0] or 0
         if newest <= vectors.watermark:
-            return vectors  # nothing written since the last look (the common case: O(1))
+            return  # nothing written since the last look (the common case: O(1))
         # NOT INDEXED: walk the rowid range, not the tenant index (which would visit every row).
         rows = conn.execute(
             "SELECT rowid, vector FROM episodes NOT INDEXED WHERE rowid > ? AND tenant_id = ? AND embedder = ? "
@@ -193,10 +230,9 @@ class VectorSearch:
         ).fetchall()
         if rows:
             ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = unpack_vectors([r[1] for r in rows], dimension)
+            matrix = unpack_vectors([r[1] for r in rows], vectors.dimension)
             vectors.append(ids, matrix)
         vectors.watermark = max(vectors.watermark, newest)  # other tenants' rows need no second look
-        return vectors
 
     def _keep_index(self, tenant_id: str, embedder: str, vectors: TenantVectors) -> None:
         """Add the rows written since the last search to the tenant's index, or start preparing
@@ -212,21 +248,22 @@ class VectorSearch:
             worker = threading.Thread(
                 target=self._prepare, args=(tenant_id, embedder, vectors), name="episodic-ann", daemon=True
             )
-            self._workers = [w for w in self._workers if w.is_alive()] + [worker]
+            with self._lock:
+                self._workers = [w for w in self._workers if w.is_alive()] + [worker]
             worker.start()
 
     def _prepare(self, tenant_id: str, embedder: str, vectors: TenantVectors) -> None:
         """Background: the tenant's index from its persisted cells, or from newly learned ones."""
         try:
-            with self._lock:
+            with vectors.lock:
                 ids, matrix = vectors.rowids, vectors.matrix  # views: these rows never change
             path = self._path(tenant_id, embedder)
             stored = ann.load(path, embedder, vectors.dimension) if path and path.exists() else None
             index = _refill(stored, ids, matrix) if stored else ann.CellIndex.train(matrix)
             if not stored:
                 index.add(ids, matrix)
-            with self._lock:
-                if self._tenants.get((tenant_id, embedder)) is not vectors:
+            with vectors.lock:
+                if vectors.retired:
                     return  # invalidated meanwhile
                 index.remove(np.asarray(vectors.erased_meanwhile, dtype=np.int64))
                 vectors.index, vectors.indexed, vectors.erased_meanwhile = index, len(ids), []
@@ -240,7 +277,7 @@ class VectorSearch:
 
     def _save(self, tenant_id: str, embedder: str, vectors: TenantVectors) -> None:
         path = self._path(tenant_id, embedder)
-        if path is None or vectors.index is None:
+        if path is None or vectors.index is None or vectors.retired:
             return
         try:
             ann.save(path, vectors.index, embedder)
