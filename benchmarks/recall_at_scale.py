@@ -68,6 +68,35 @@ def plan_scopes(total: int, wanted: list[int]) -> list[int]:
     return sizes
 
 
+TOPICS = [f"topic{i:02d}" for i in range(50)]
+"""One of 50 topic words per episode (2% of the tenant each); every summary says "report"."""
+
+
+class KeepEveryWord:
+    """Benchmark harness: a ``store.terms`` that leaves every query word in the BM25 search,
+    the baseline that :class:`~episodic.adapters.local.fts_terms.TermFrequencies` is measured against."""
+
+    def informative(self, conn: Any, words: list[str]) -> list[str]:
+        return words
+
+
+def measure_lexical(store: SqliteStore, queries: int) -> dict[str, float]:
+    """Whole-tenant BM25 candidates (no vector) for "report on <topic>": p50 ms with the words
+    every summary holds left out of the search, and with every word searched."""
+    scope = Scope(tenant_id="acme", now=NOW)
+    texts = [f"report on the {TOPICS[i % len(TOPICS)]}" for i in range(queries)]
+    timed: dict[str, list[float]] = {"pruned": [], "every_word": []}
+    kept = store.terms
+    for label, terms in (("pruned", kept), ("every_word", KeepEveryWord())):
+        store.terms = terms  # type: ignore[assignment]
+        for text in texts:
+            t0 = time.perf_counter()
+            store.candidates(scope, text, None, 200)
+            timed[label].append((time.perf_counter() - t0) * 1000)
+    store.terms = kept
+    return {f"lexical_{k}_ms": statistics.median(v) for k, v in timed.items()}
+
+
 def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.Generator) -> None:
     """Each scope is one actor's (scope-<i>) episodes, scattered through the tenant's rows as a
     real actor's would be; the rest belong to 97 others."""
@@ -89,7 +118,8 @@ def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.G
         for i in range(count):
             n = start + i
             actor = f"scope-{owner[n]}" if owner[n] >= 0 else f"other-{n % 97}"
-            episode = template.model_copy(update={"event_id": f"E{n:08d}", "actor_id": actor, "summary": f"event {n}"})
+            summary = f"report {n} on the {TOPICS[n % len(TOPICS)]}"
+            episode = template.model_copy(update={"event_id": f"E{n:08d}", "actor_id": actor, "summary": summary})
             puts.append(NewEpisode(episode, vectors[i], EMBEDDER))
         store.apply(Changes(tenant_id="acme", put=puts))
         print(f"\r  populating {start + count:,}/{total:,}", end="", file=sys.stderr, flush=True)
@@ -187,6 +217,13 @@ def main() -> int:
                 np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), DIM),
             )
             del rows
+            lexical = measure_lexical(store, max(3, args.queries // 5))
+            results.append({"tenant": total, **lexical})
+            notes.append(
+                f'{total:,}: whole-tenant BM25 for "report on <topic>" (every summary says "report"): p50 '
+                f"{lexical['lexical_pruned_ms']:,.1f} ms; with every word searched "
+                f"{lexical['lexical_every_word_ms']:,.1f} ms"
+            )
             cold = timed_first_query(store, "scope-0", rng)  # reads the vectors; starts the index aside
             t0 = time.perf_counter()
             store.vectors.wait_for_indexing()

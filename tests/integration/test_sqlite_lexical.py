@@ -28,7 +28,7 @@ def test_given_many_matches_then_the_scope_gets_the_best_by_bm25_without_a_sort_
         conn.set_trace_callback(statements.append)
         got = store._candidates(conn, scope, "alert gateway rollback", None, 20, None).items
         conn.set_trace_callback(None)
-        (fts,) = [s for s in statements if "MATCH" in s]
+        (fts,) = [s for s in statements if "MATCH" in s and "ORDER BY" in s]  # not the words' counts
         plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {fts}"))
         expected = conn.execute(  # the same scope's matches, every one scored, then sorted
             "SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.rowid = episodes_fts.rowid "
@@ -39,4 +39,40 @@ def test_given_many_matches_then_the_scope_gets_the_best_by_bm25_without_a_sort_
     scores = {event_id: score for event_id, score in expected}
     assert len(got) == 20 and all(c.lexical == scores[c.event_id] for c in got)
     assert sorted(-c.lexical for c in got) == sorted(-s for _, s in expected[:20])  # the 20 best, ties aside
+    store.close()
+
+
+def _texts(store: SqliteStore, summaries: list[str]) -> None:
+    store.apply(Changes(tenant_id="acme", put=[
+        NewEpisode(episode(n, "a0").model_copy(update={"summary": s, "event_id": f"T{n:04d}"}), None)
+        for n, s in enumerate(summaries)
+    ]))  # fmt: skip
+
+
+def test_given_a_word_in_half_the_texts_or_more_then_the_search_leaves_it_out_and_no_score_moves(tmp_path):
+    """BM25 gives such a word no weight (FTS5's IDF is at most zero there; it uses 1e-6), yet
+    FTS5 scores every text holding it: leaving it out only saves that work."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _texts(store, [f"meetings about the {'rollback' if n % 10 == 0 else 'export'} plan" for n in range(40)])
+    with store.reading() as conn:
+        assert store.terms.informative(conn, ["meeting", "rollback", "export"]) == ["rollback"]
+        pruned = store._candidates(conn, Scope(tenant_id="acme", now=NOW), "meeting rollback", None, 50, None)
+        full = dict(conn.execute(
+            "SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.rowid = episodes_fts.rowid "
+            "WHERE episodes_fts MATCH '\"meeting\" OR \"rollback\"'"
+        ).fetchall())  # fmt: skip
+    found = {c.event_id: c.lexical for c in pruned.items}
+    assert sorted(found) == [f"T{n:04d}" for n in range(0, 40, 10)]  # "meetings": stemmed as FTS5 reads it
+    assert all(abs(found[i] - full[i]) < 1e-4 * full[i] for i in found)
+    assert all(full[i] < 1e-4 for i in full if i not in found)  # what was left out scored next to nothing
+    store.close()
+
+
+def test_given_a_query_of_common_words_only_then_its_rarest_word_still_searches(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _texts(store, ["invoice sent", "invoice paid", "invoice paid late", "unrelated note"])
+    with store.reading() as conn:
+        assert store.terms.informative(conn, ["invoice", "paid"]) == ["paid"]
+        got = store._candidates(conn, Scope(tenant_id="acme", now=NOW), "invoice paid", None, 10, None).items
+    assert sorted(c.event_id for c in got) == ["T0001", "T0002"]
     store.close()

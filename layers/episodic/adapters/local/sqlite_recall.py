@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.local.fts_terms import TermFrequencies
 from episodic.adapters.local.scope_cache import ScopeCache
 from episodic.adapters.local.sqlite_database import Database
 from episodic.adapters.local.sqlite_scope import scope_sql
@@ -34,12 +35,11 @@ from here on the first read takes a noticeable part of a second, at a million se
 log = logging.getLogger(__name__)
 
 
-def fts_query(text: str) -> str | None:
-    """Turn free text into a safe FTS5 query: every word that names something, quoted, OR-ed
+def fts_query(words: list[str]) -> str | None:
+    """A safe FTS5 query from :func:`~episodic.query.lexical_terms`' words: each quoted, OR-ed
     (BM25 grades the rest). FTS5 has no stop-word list of its own; OpenSearch's ``english``
     analyzer and bm25s drop theirs the same way."""
-    words = lexical_terms(text)[:32]
-    return " OR ".join(f'"{w}"' for w in words) or None
+    return " OR ".join(f'"{w}"' for w in words[:32]) or None
 
 
 class RecallReads(Database):
@@ -49,6 +49,7 @@ class RecallReads(Database):
     """The model whose vectors a query is compared with when the caller names none."""
     vectors: VectorSearch
     scopes: ScopeCache
+    terms: TermFrequencies
 
     def candidates(
         self,
@@ -79,7 +80,8 @@ class RecallReads(Database):
                 (*params, pool_size),
             ).fetchall()
             return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
-        lexical = _lexical(conn, where, params, query_text or "", pool_size)
+        words = self.terms.informative(conn, lexical_terms(query_text or "")[:32])
+        lexical = _lexical(conn, where, params, words, pool_size)
         semantic: dict[str, float] = {}
         if query_vector is not None and embedder is not None:
             semantic = self._semantic(conn, scope, query_vector, pool_size, embedder)
@@ -126,7 +128,9 @@ class RecallReads(Database):
         return {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
 
 
-def _lexical(conn: sqlite3.Connection, where: str, params: list[Any], text: str, pool_size: int) -> dict[str, float]:
+def _lexical(
+    conn: sqlite3.Connection, where: str, params: list[Any], words: list[str], pool_size: int
+) -> dict[str, float]:
     """``{event_id: BM25}`` of the best ``pool_size`` matches in the scope (higher is better).
 
     Ordered by FTS5's ``rank`` column (``bm25()`` with the same weights: no other rank is
@@ -134,7 +138,7 @@ def _lexical(conn: sqlite3.Connection, where: str, params: list[Any], text: str,
     only until ``pool_size`` pass, with no sort of its own; ordered by the ``bm25()`` function it
     joined every match and sorted them all in a temporary B-tree (~20% slower over 2,000
     matches, more the more a query matches)."""
-    match = fts_query(text)
+    match = fts_query(words)
     if not match:
         return {}
     rows = conn.execute(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from episodic.adapters.local.fts_terms import TermFrequencies
 from episodic.adapters.local.scope_cache import ScopeCache
 from episodic.adapters.local.sqlite_database import SCHEMA_VERSION
 from episodic.adapters.local.sqlite_governance import Governance
@@ -55,6 +56,7 @@ class SqliteStore(EpisodeWrites, EpisodeReads, RecallReads, Governance, Maintena
         self.embedder = embedder
         self.vectors = VectorSearch(ann_threshold=ann_threshold, directory=vector_index_directory(Path(path)))
         self.scopes = ScopeCache()
+        self.terms = TermFrequencies()
         super().__init__(path)
         self.refresh_search_text()
 
