@@ -11,8 +11,10 @@ from typing import Any
 
 
 def _scale(rows: list[dict[str, Any]], tenant: int, scope: int | None = None) -> dict[str, Any] | None:
+    """The tenant's row for ``scope``, or (no scope) its index lifecycle row."""
+    wanted = "first_ms" if scope is None else "scope"
     for row in rows:
-        if row["tenant"] == tenant and ((scope is None and "first_ms" in row) or row.get("scope") == scope):
+        if row["tenant"] == tenant and wanted in row and (scope is None or row["scope"] == scope):
             return row
     return None
 
