@@ -5,9 +5,11 @@ ones, so one common word makes the whole search as slow as the number of texts h
 word every one of 1,000,000 texts holds: 2.3 s, where the query's other word, in 2% of them,
 took 51 ms; ``benchmarks/recall_at_scale.py``). Past a point BM25 gives such a word no
 weight: FTS5's IDF, ``log((N - n + 0.5) / (n + 0.5))``, is at or below zero once ``n >= N / 2``,
-and FTS5 then uses 1e-6 instead. Leaving those words out of the search changes
-no score by more than that. A query made only of such words keeps the rarest: ranked against
-each other its matches still say something, and without a model they are all recall has.
+and FTS5 then uses 1e-6 instead. Beside any word that has a weight, leaving those words out
+changes no score by more than that. A query made only of such words is searched whole, as
+before: its matches' scores are all tiny, but recall normalises them against the best, so they
+still rank (in a small tenant every word may be such a word), and without a model they are all
+recall has.
 
 ``n`` is counted by FTS5 itself -- the number of matches of the quoted word, read by the same
 tokenizer (stemming included) as the texts -- and kept for a minute: a count that old can only
@@ -41,11 +43,8 @@ class TermFrequencies:
         if not words:
             return []
         (newest,) = conn.execute("SELECT max(rowid) FROM episodes").fetchone()
-        counts = {w: self._count(conn, w) for w in words}
-        kept = [w for w in words if counts[w] < (newest or 0) / 2]
-        # A query made only of such words keeps its rarest: its matches are the only evidence the
-        # words give, ranked against each other as before (and all recall has without a model).
-        return kept or [min(words, key=lambda w: counts[w])]
+        kept = [w for w in words if self._count(conn, w) < (newest or 0) / 2]
+        return kept or words  # none has a weight: searched whole, the scores rank among themselves
 
     def _count(self, conn: sqlite3.Connection, word: str) -> int:
         now = time.monotonic()
