@@ -116,7 +116,7 @@ def kinds(text: str) -> frozenset[str]:
             texts = [v.replace("l", "i") if fold_l else v for group in reads for v in groups[group]]
             read[reads, fold_l] = texts, "\n".join(texts)
         texts, joined = read[reads, fold_l]
-        if pattern.may_match(joined) and any(pattern.pattern.search(v) for v in texts):
+        if pattern.search_any(texts, joined):
             found.add(family)
     for family, gated in ((INJECTION, _LANGUAGE_INJECTION), (STANDING_ORDER, _LANGUAGE_STANDING_ORDER)):
         for view in readings.words:

@@ -85,10 +85,14 @@ class Prefiltered:
             for rest in self._by_rarest.get(literal, ())
         )
 
-    def search_any(self, readings: Iterable[str]) -> bool:
-        """Whether the pattern matches any of ``readings`` (searched only when they may)."""
+    def search_any(self, readings: Iterable[str], joined: str | None = None) -> bool:
+        """Whether the pattern matches any of ``readings`` (searched only when they may);
+        ``joined``, when given, is the readings already joined by newlines (checks that read the
+        same readings share it)."""
         readings = list(readings)
-        return self.may_match("\n".join(readings)) and any(self.pattern.search(r) for r in readings)
+        return self.may_match("\n".join(readings) if joined is None else joined) and any(
+            self.pattern.search(r) for r in readings
+        )
 
 
 def _scanner(literals: Iterable[str]) -> Any:

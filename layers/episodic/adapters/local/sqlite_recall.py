@@ -35,11 +35,15 @@ from here on the first read takes a noticeable part of a second, at a million se
 log = logging.getLogger(__name__)
 
 
+QUERY_WORDS = 32
+"""At most this many of a query's words are searched (and counted, :mod:`.fts_terms`)."""
+
+
 def fts_query(words: list[str]) -> str | None:
     """A safe FTS5 query from :func:`~episodic.query.lexical_terms`' words: each quoted, OR-ed
     (BM25 grades the rest). FTS5 has no stop-word list of its own; OpenSearch's ``english``
     analyzer and bm25s drop theirs the same way."""
-    return " OR ".join(f'"{w}"' for w in words[:32]) or None
+    return " OR ".join(f'"{w}"' for w in words) or None
 
 
 class RecallReads(Database):
@@ -80,7 +84,7 @@ class RecallReads(Database):
                 (*params, pool_size),
             ).fetchall()
             return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
-        words = self.terms.informative(conn, lexical_terms(query_text or "")[:32])
+        words = self.terms.informative(conn, lexical_terms(query_text or "")[:QUERY_WORDS])
         lexical = _lexical(conn, where, params, words, pool_size)
         semantic: dict[str, float] = {}
         if query_vector is not None and embedder is not None:
@@ -96,7 +100,9 @@ class RecallReads(Database):
         recall after a start waits seconds for them. A recall that comes first loads its own
         tenant as it always did; other tenants' recalls never wait (each tenant has its lock)."""
 
-        def load(embedder: str) -> None:
+        def load(embedder: str | None) -> None:
+            if embedder is None:  # a store that names no model has no vectors to compare
+                return
             try:
                 with self.reading() as conn:
                     tenants = conn.execute(
@@ -109,8 +115,7 @@ class RecallReads(Database):
                 log.warning("could not read the large tenants' vectors at start", exc_info=True)
 
         thread = threading.Thread(target=load, args=(self.embedder,), name="episodic-vectors-warm-up", daemon=True)
-        if self.embedder is not None:  # a store that names no model has no vectors to compare
-            thread.start()
+        thread.start()
         return thread
 
     def _semantic(
