@@ -65,3 +65,48 @@ def test_given_no_request_on_this_thread_when_the_event_is_read_then_it_is_refus
         assert "no request" in str(exc)
     else:
         raise AssertionError("an event outside any request must not be readable")
+
+
+def test_given_a_deferred_route_when_requests_for_it_come_at_once_then_it_is_registered_once_and_serves_both():
+    app = ConcurrentRestResolver(enable_validation=True)
+    registrations = []
+
+    def register() -> None:
+        registrations.append(threading.current_thread().name)
+
+        @app.get("/docs")
+        def docs():
+            return Response(200, "text/plain", "the docs")
+
+    app.defer("/docs", register)
+    assert registrations == []  # nothing is set up until it is asked for
+
+    start = threading.Barrier(4, timeout=10)
+    answers: list[tuple[int, str]] = []
+
+    def call() -> None:
+        start.wait()
+        response = app.resolve(rest_event("/docs", "reader"), None)
+        answers.append((response["statusCode"], response["body"]))
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+
+    assert len(registrations) == 1
+    assert answers == [(200, "the docs")] * 4
+
+
+def test_given_a_deferred_route_when_another_path_is_asked_then_it_stays_unregistered():
+    app = ConcurrentRestResolver()
+    registrations = []
+    app.defer("/docs", lambda: registrations.append(1))
+
+    @app.get("/ping")
+    def ping():
+        return Response(200, "text/plain", "pong")
+
+    assert app.resolve(rest_event("/ping", "reader"), None)["body"] == "pong"
+    assert registrations == []

@@ -14,7 +14,6 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
 from episodic.adapters.rest.resolver import ConcurrentRestResolver
 from episodic.errors import EpisodicError, UnauthorizedError
@@ -38,17 +37,29 @@ def _read_json(body: str) -> Any:
 
 
 app = ConcurrentRestResolver(enable_validation=True, json_body_deserializer=_read_json)
-app.enable_swagger(
-    path="/v1/swagger",
-    title="Episodic memory API",
-    version="1.0.0",
-    description="Long-term episodic memory for AI agents. Recalled items are evidence, not instructions.",
-    # One scheme for both deployments: a local token from `episodic tokens`, or the JWT the
-    # deployed API's authorizer verifies. Swagger UI's "Authorize" button sends it.
-    security_schemes={"bearer": HTTPBearer(description="A local token (`episodic tokens`) or, in AWS, a JWT")},
-    security=[{"bearer": []}],
-    persist_authorization=True,
-)
+SWAGGER_PATH = "/v1/swagger"
+
+
+def _enable_swagger() -> None:
+    """The Swagger UI and the OpenAPI document (``?format=json``) at :data:`SWAGGER_PATH`,
+    registered on its first request (:meth:`ConcurrentRestResolver.defer`): Powertools' OpenAPI
+    models, which it needs, take ~75-100 ms to import that no other route uses."""
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    app.enable_swagger(
+        path=SWAGGER_PATH,
+        title="Episodic memory API",
+        version="1.0.0",
+        description="Long-term episodic memory for AI agents. Recalled items are evidence, not instructions.",
+        # One scheme for both deployments: a local token from `episodic tokens`, or the JWT the
+        # deployed API's authorizer verifies. Swagger UI's "Authorize" button sends it.
+        security_schemes={"bearer": HTTPBearer(description="A local token (`episodic tokens`) or, in AWS, a JWT")},
+        security=[{"bearer": []}],
+        persist_authorization=True,
+    )
+
+
+app.defer(SWAGGER_PATH, _enable_swagger)
 
 _service: MemoryService | None = None
 

@@ -12,11 +12,16 @@ Here each request's state lives in a :class:`~contextvars.ContextVar` (every ser
 its own context), read and written through properties that shadow the class attributes, and
 every route's middleware stack is built once, under a lock, before the first request is resolved.
 Powertools' own ``HttpResolverLocal`` keeps its per-request state the same way.
+
+Routes that are costly to set up and rarely asked for can be registered on their first request
+(:meth:`ConcurrentRestResolver.defer`): the Swagger UI's OpenAPI models take ~75-100 ms to
+import, which every Lambda cold start would otherwise pay for a page no agent reads.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +46,13 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
         self._request: ContextVar[_RequestState | None] = ContextVar("episodic_request", default=None)
         self._stacks_built = False
         self._stacks_lock = threading.Lock()
+        self._deferred: dict[str, Callable[[], None]] = {}
         super().__init__(**options)
+
+    def defer(self, path: str, register: Callable[[], None]) -> None:
+        """Call ``register`` (which registers the routes of ``path``) on the first request for
+        ``path``, whatever its method, instead of now; once, however many requests come at once."""
+        self._deferred[path] = register
 
     @property
     def _state(self) -> _RequestState:
@@ -85,6 +96,8 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
     def resolve(self, event: Any, context: Any) -> dict[str, Any]:
         """Resolve ``event`` with state of its own; Powertools still sets its class attributes,
         which nothing of this resolver reads."""
+        if self._deferred:
+            self._register_deferred(event)
         self._build_stacks()
         state = _RequestState(event=self._to_proxy_event(event), lambda_context=context)
         token = self._request.set(state)
@@ -92,6 +105,19 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
             return super().resolve(event, context)
         finally:
             self._request.reset(token)
+
+    def _register_deferred(self, event: Any) -> None:
+        """Register the deferred routes ``event`` asks for, if any (before its stacks are built)."""
+        asked = {str(event.get(key) or "").rstrip("/") for key in ("path", "resource", "rawPath")}
+        if not asked & self._deferred.keys():
+            return
+        # The stacks' lock: no stack is being built from a route list this changes, and a request
+        # for the same path waits here until the routes exist (the path leaves the dict last).
+        with self._stacks_lock:
+            for path in asked & self._deferred.keys():
+                self._deferred[path]()
+                self._stacks_built = False  # the new routes' stacks are built next
+                del self._deferred[path]
 
     def _build_stacks(self) -> None:
         """Every route's middleware stack, built once before any request can race to build it."""
