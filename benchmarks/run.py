@@ -300,6 +300,13 @@ def cold_imports() -> dict[str, float]:
         runs = [float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                                      check=True).stdout) for _ in range(3)]  # fmt: skip
         out[module] = min(runs) * 1000
+    from benchmarks.lambda_cold_start import LAMBDA_SHIPPED, LAMBDA_SOURCE
+    from benchmarks.lambda_cold_start import measure as as_lambda_loads_it
+    from infra.bytecode import lambda_interpreter
+
+    if lambda_interpreter():  # the API's handler on Lambda's Python, the layer from source and as shipped
+        lambda_import = as_lambda_loads_it()
+        out[LAMBDA_SOURCE], out[LAMBDA_SHIPPED] = lambda_import["source_ms"], lambda_import["bytecode_ms"]
     return out
 
 

@@ -14,9 +14,11 @@ its handler does not import):
 * ``auth`` -- the authorizer, which imports PyJWT (with cryptography for RS256) and Powertools'
   logger and parameters, and nothing of the core.
 
-The ``episodic`` source is added to the core layer by the CDK asset at every synth, so it is
-never stale. ``build/layer/.complete`` is written last; the CDK app uses the build only when it
-exists. The sizes are printed per function.
+The third-party modules the handlers import are shipped as Python 3.13 bytecode
+(:mod:`infra.bytecode`: Lambda would otherwise compile them at every cold start). The
+``episodic`` source is added to the core layer by the CDK asset at every synth, so it is never
+stale, with its bytecode beside it. ``build/layer/.complete`` is written last; the CDK app uses
+the build only when it exists. The sizes are printed per function.
 """
 
 from __future__ import annotations
@@ -25,9 +27,18 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
+from infra.bytecode import (
+    LAMBDA_PYTHON,
+    LAYER_ROOT,
+    compile_beside,
+    imported_third_party,
+    lambda_interpreter,
+    replace_with_bytecode,
+)
 from infra.config import LAYER_BUILD, LAYER_READY, ROOT
 
 IN_RUNTIME = frozenset({"boto3", "botocore", "s3transfer"})  # provided by Lambda's Python runtime
@@ -53,9 +64,9 @@ def requirements() -> list[str]:
     return sorted({r for r in wanted if _name(r) not in IN_RUNTIME | NOT_IN_CORE}, key=_name)
 
 
-def _install(target: Path, packages: list[str] | tuple[str, ...]) -> None:
+def install(target: Path, packages: list[str] | tuple[str, ...], platform: tuple[str, ...] = PLATFORM) -> None:
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--only-binary=:all:",
-               *PLATFORM, "--target", str(target), *packages, *BOTOCORE_COMPATIBLE]  # fmt: skip
+               *platform, "--target", str(target), *packages, *BOTOCORE_COMPATIBLE]  # fmt: skip
     print("+", " ".join(command))
     subprocess.run(command, check=True)
     leaked = sorted(p.name for p in target.iterdir() if p.name in IN_RUNTIME)
@@ -99,17 +110,35 @@ def size_mib(folder: Path) -> float:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
 
 
+def staged_mib(package: Path, python: str | None) -> float:
+    """The size of ``package`` as the CDK stages it: without local caches, with bytecode beside
+    it when ``python`` is given (:class:`infra.components.code._CopyInto`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / package.name
+        shutil.copytree(package, staged, ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
+        if python:
+            compile_beside(staged, python, f"{LAYER_ROOT}/{package.name}")
+        return size_mib(staged)
+
+
 def main() -> None:
     shutil.rmtree(LAYER_BUILD, ignore_errors=True)
     core, auth = LAYER_BUILD / "core" / "python", LAYER_BUILD / "auth" / "python"
-    _install(core, requirements())
+    install(core, requirements())
     print(f"pruned from the core layer (never imported): {', '.join(prune(core, PRUNED)) or 'nothing'}")
-    _install(auth, AUTH)
+    install(auth, AUTH)
     saved = strip(core) + strip(auth)
     print(f"stripped {saved:.1f} MiB of test suites, type stubs and build headers")
+    python = lambda_interpreter()
+    if python:
+        imported = imported_third_party(ROOT)
+        compiled = sum(replace_with_bytecode(layer, imported, python) for layer in (core, auth))
+        print(f"replaced {compiled} third-party modules the handlers import with Python {LAMBDA_PYTHON} bytecode")
+    else:
+        print(f"warning: no Python {LAMBDA_PYTHON} here (set EPISODIC_LAMBDA_PYTHON): the layers ship source, "
+              "which Lambda compiles again at every cold start")  # fmt: skip
     LAYER_READY.write_text("built by `make layer`\n")
-    source = size_mib(ROOT / "layers" / "episodic")
-    handlers = size_mib(ROOT / "functions")
+    source, handlers = staged_mib(ROOT / "layers" / "episodic", python), staged_mib(ROOT / "functions", None)
     print("unzipped, per function (Lambda allows 250 MiB in all):")
     print(f"  API, stream, ingestion, workflows: {size_mib(core) + source + handlers:.1f} MiB "
           f"(dependencies {size_mib(core):.1f} + episodic {source:.1f} + handlers {handlers:.2f})")  # fmt: skip
