@@ -19,34 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-_MONTHS = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
+from episodic.query_calendar import MONTH, MONTHS, calendar_window
+
 _WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}  # fmt: skip
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
-_MONTH = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _WEEKDAY = r"(" + "|".join(_WEEKDAYS) + r")"
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -63,7 +43,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("this_month", re.compile(r"\bthis\s+month\b")),
     ("since_weekday", re.compile(rf"\bsince\s+(?:last\s+)?{_WEEKDAY}\b")),
     ("weekday", re.compile(rf"\b(?:on|last|this\s+past)\s+{_WEEKDAY}\b")),
-    ("month", re.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{_MONTH}(?:\s+(\d{{4}}))?\b")),
+    ("month", re.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{MONTH}(?:\s+(\d{{4}}))?\b")),
 ]
 
 
@@ -74,6 +54,9 @@ class Interpretation:
     occurred_after: datetime | None = None
     occurred_before: datetime | None = None
     time_phrase: str | None = None
+    calendar: bool = False
+    """Whether the phrase named dates ("the first week of September 2025"), not a time relative
+    to now: recall then searches :data:`~episodic.query_calendar.CALENDAR_SLACK` around them."""
 
 
 def _start_of_day(value: datetime) -> datetime:
@@ -115,7 +98,7 @@ def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, d
         day = today - timedelta(days=back)
         return (day, now) if kind == "since_weekday" else (day, day + timedelta(days=1))
     if kind == "month":
-        month = _MONTHS[match.group(1)]
+        month = MONTHS[match.group(1)]
         year = int(match.group(2)) if match.group(2) else now.year
         if not match.group(2) and month > now.month:
             year -= 1
@@ -128,8 +111,13 @@ def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, d
 
 
 def interpret(query: str, now: datetime) -> Interpretation:
-    """Find the first time phrase (most specific patterns first) ."""
+    """Find the first time phrase: a calendar phrase (:mod:`episodic.query_calendar`: "the first
+    week of September 2025") before the relative ones, most specific patterns first."""
     lowered = query.lower()
+    dated = calendar_window(lowered, now)
+    if dated is not None:
+        match, after, before = dated
+        return Interpretation(_without(query, match), after, before, match.group(0).strip(), calendar=True)
     for kind, pattern in _PATTERNS:
         match = pattern.search(lowered)
         if match is None:
@@ -142,10 +130,14 @@ def interpret(query: str, now: datetime) -> Interpretation:
             window = None  # "in the last 99999999 days", "in december 9999": no representable window
         if window is None:
             continue
-        text = (query[: match.start()] + query[match.end() :]).strip()
-        text = re.sub(r"\s{2,}", " ", text) or query
-        return Interpretation(text, window[0], window[1], match.group(0))
+        return Interpretation(_without(query, match), window[0], window[1], match.group(0))
     return Interpretation(query)
+
+
+def _without(query: str, match: re.Match[str]) -> str:
+    """The query with the phrase ``match`` found (in its lower-cased copy) taken out."""
+    text = (query[: match.start()] + query[match.end() :]).strip()
+    return re.sub(r"\s+(?=[?.!,;:]|$)", "", re.sub(r"\s{2,}", " ", text)) or query
 
 
 _FILLER = frozenset(

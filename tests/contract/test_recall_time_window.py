@@ -3,6 +3,8 @@ yesterday" answers with yesterday's episodes, newest first, not with nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from episodic.model import RecallRequest
 from tests.support.factories import AGENT, at, proposal
 
@@ -33,3 +35,31 @@ def test_given_a_time_phrase_and_words_when_recalled_then_the_words_still_rank(s
     response = service.recall(AGENT, RecallRequest(query="what did finance change yesterday?"))
     assert response.items and "invoice run" in response.items[0].episode.summary
     assert response.items[0].components.relevance > 0
+
+
+def test_given_a_calendar_phrase_when_recalled_then_turns_two_weeks_either_side_are_searched(service):
+    """People speak of an event before it (the plan) and after it (how it went): "the first
+    week of November" searches 18 October to 22 November, not a month away."""
+    dated = [
+        (day(10, month=10), "Dana booked the Bergen flights for her mother's birthday"),  # 3 weeks before
+        (day(25, month=10), "Dana is packing for the Bergen birthday trip next week"),  # the plan
+        (day(4), "Dana landed in Bergen for the birthday dinner"),  # the week itself
+        (day(15), "Dana is back from the Bergen birthday trip, it was lovely"),  # how it went
+        (day(28), "Dana sorted the Bergen birthday photos into an album"),  # 3 weeks after
+    ]
+    for moment, summary in dated:
+        service.remember(AGENT, proposal(summary=summary, occurredAt=moment.isoformat()))
+
+    response = service.recall(AGENT, RecallRequest(query="What did Dana do in the first week of November 2026?"))
+
+    assert response.interpretation.time_phrase == "in the first week of november 2026"
+    assert (response.interpretation.occurred_after, response.interpretation.occurred_before) == (
+        datetime(2026, 10, 18, tzinfo=UTC),
+        datetime(2026, 11, 22, tzinfo=UTC),
+    )
+    found = {item.episode.summary for item in response.items}
+    assert found == {summary for moment, summary in dated[1:4]}
+
+
+def day(number: int, month: int = 11) -> datetime:
+    return datetime(2026, month, number, 12, tzinfo=UTC)

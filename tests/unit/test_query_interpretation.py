@@ -15,7 +15,7 @@ def d(day, month=11, hour=0):
     ("query", "after", "before", "text"),
     [
         ("what did we decide last week about retries", d(16), d(23), "what did we decide about retries"),
-        ("which deploys failed yesterday?", d(28), d(29), "which deploys failed ?"),
+        ("which deploys failed yesterday?", d(28), d(29), "which deploys failed?"),
         ("incidents in the last 3 days", datetime(2026, 11, 26, 12, tzinfo=UTC), NOW, "incidents"),
         ("what did Ravi complain about in October", d(1, 10), d(1, 11), "what did Ravi complain about"),
         ("errors this week", d(23), NOW, "errors"),
@@ -57,3 +57,54 @@ def test_given_the_best_answers_when_widening_then_only_names_the_query_lacks_ar
     # "Signed" and "Dana said" open sentences or are actors; "Half Marathon" is asked already.
     assert names == ["Clyde Riverside", "Kirsty", "Ewan", "Glasgow"]
     assert widening_names("anything", [], []) == []
+
+
+def at(year, month, day):
+    return datetime(year, month, day, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "after", "before", "text"),
+    [
+        ("What happened in the first week of September 2025?", at(2025, 9, 1), at(2025, 9, 8), "What happened?"),
+        ("what was Theo doing in the second week of March 2026", at(2026, 3, 8), at(2026, 3, 15), "what was Theo doing"),  # noqa: E501
+        # "the last week" of a named month, not the last seven days (it used to be read so)
+        ("What happened to Pilot in the last week of March 2024?", at(2024, 3, 25), at(2024, 4, 1), "What happened to Pilot?"),  # noqa: E501
+        ("the last week of February 2024", at(2024, 2, 23), at(2024, 3, 1), "the last week of February 2024"),
+        ("What did Dana do in the second half of September 2025?", at(2025, 9, 16), at(2025, 10, 1), "What did Dana do?"),  # noqa: E501
+        ("What did Kofi do in mid-July 2024?", at(2024, 7, 11), at(2024, 7, 21), "What did Kofi do?"),
+        ("plans for the end of July 2024", at(2024, 7, 21), at(2024, 8, 1), "plans for"),
+        ("early March moves", at(2026, 3, 1), at(2026, 3, 11), "moves"),
+        ("what happened between 22 October and 1 November 2024", at(2024, 10, 22), at(2024, 11, 2), "what happened"),
+        ("life in the week of 8\u201314 February 2025", at(2025, 2, 8), at(2025, 2, 15), "life"),
+        ("trips from 28 December to 3 January 2025", at(2024, 12, 28), at(2025, 1, 4), "trips"),
+        ("what did Ilse do on 1 June 2024?", at(2024, 6, 1), at(2024, 6, 2), "what did Ilse do?"),
+        ("what happened on March 3, 2025", at(2025, 3, 3), at(2025, 3, 4), "what happened"),
+        ("the dinner on 26 December", at(2025, 12, 26), at(2025, 12, 27), "the dinner"),  # last year's: not yet
+    ],
+)
+def test_given_a_calendar_phrase_when_interpreted_then_its_window_is_the_dates_it_names(query, after, before, text):
+    reading = interpret(query, NOW)
+    assert (reading.occurred_after, reading.occurred_before) == (after, before)
+    assert reading.calendar and reading.text == text
+
+
+@pytest.mark.parametrize(
+    ("query", "after", "before"),
+    [
+        ("debt cleared by late September 2024", None, at(2024, 10, 1)),
+        ("money raised by 24 March", None, at(2026, 3, 25)),
+        ("what changed before 3 March 2025", None, at(2025, 3, 3)),
+        ("what happened since 3 March 2025", at(2025, 3, 3), None),
+        ("what changed after March 3, 2025", at(2025, 3, 4), None),
+    ],
+)
+def test_given_by_or_since_a_date_when_interpreted_then_the_window_is_open_on_one_side(query, after, before):
+    reading = interpret(query, NOW)
+    assert (reading.occurred_after, reading.occurred_before) == (after, before)
+
+
+@pytest.mark.parametrize("query", ["news on 31 February 2025", "3 may be enough", "the 2024 budget"])
+def test_given_no_real_date_when_interpreted_then_no_calendar_window(query):
+    reading = interpret(query, NOW)
+    assert not reading.calendar and reading.occurred_after is None

@@ -31,6 +31,7 @@ from episodic.model import (
 )
 from episodic.ports import Changes, RecallCandidates, Scope, TimelineQuery, Vector
 from episodic.query import WIDENING_SOURCES, has_content, interpret, widening_names
+from episodic.query_calendar import CALENDAR_SLACK
 from episodic.usecases.deps import Deps, hash_text
 
 ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
@@ -187,6 +188,9 @@ class Reads:
         explained = QueryInterpretation()
         if reading is not None and reading.time_phrase and after is None and before is None:
             after, before, query = reading.occurred_after, reading.occurred_before, reading.text
+            if reading.calendar:  # a turn about an event is often said before or after it
+                after = None if after is None else _shifted(after, -CALENDAR_SLACK)
+                before = None if before is None else _shifted(before, CALENDAR_SLACK)
             if not has_content(query):
                 query = None  # "what happened yesterday": the window is the question, newest first
             explained = QueryInterpretation(
