@@ -116,8 +116,8 @@ def interpret(query: str, now: datetime) -> Interpretation:
     lowered = query.lower()
     dated = calendar_window(lowered, now)
     if dated is not None:
-        match, after, before = dated
-        return Interpretation(_without(query, match), after, before, match.group(0).strip(), calendar=True)
+        phrase, after, before = dated
+        return Interpretation(_without(query, phrase), after, before, phrase.group(0).strip(), calendar=True)
     for kind, pattern in _PATTERNS:
         match = pattern.search(lowered)
         if match is None:

@@ -67,11 +67,26 @@ def at(year, month, day):
     ("query", "after", "before", "text"),
     [
         ("What happened in the first week of September 2025?", at(2025, 9, 1), at(2025, 9, 8), "What happened?"),
-        ("what was Theo doing in the second week of March 2026", at(2026, 3, 8), at(2026, 3, 15), "what was Theo doing"),  # noqa: E501
+        (
+            "what was Theo doing in the second week of March 2026",
+            at(2026, 3, 8),
+            at(2026, 3, 15),
+            "what was Theo doing",
+        ),
         # "the last week" of a named month, not the last seven days (it used to be read so)
-        ("What happened to Pilot in the last week of March 2024?", at(2024, 3, 25), at(2024, 4, 1), "What happened to Pilot?"),  # noqa: E501
+        (
+            "What happened to Pilot in the last week of March 2024?",
+            at(2024, 3, 25),
+            at(2024, 4, 1),
+            "What happened to Pilot?",
+        ),
         ("the last week of February 2024", at(2024, 2, 23), at(2024, 3, 1), "the last week of February 2024"),
-        ("What did Dana do in the second half of September 2025?", at(2025, 9, 16), at(2025, 10, 1), "What did Dana do?"),  # noqa: E501
+        (
+            "What did Dana do in the second half of September 2025?",
+            at(2025, 9, 16),
+            at(2025, 10, 1),
+            "What did Dana do?",
+        ),
         ("What did Kofi do in mid-July 2024?", at(2024, 7, 11), at(2024, 7, 21), "What did Kofi do?"),
         ("plans for the end of July 2024", at(2024, 7, 21), at(2024, 8, 1), "plans for"),
         ("early March moves", at(2026, 3, 1), at(2026, 3, 11), "moves"),
