@@ -84,6 +84,8 @@ _PART_OF = re.compile(
 _RANGE = re.compile(
     rf"\b{_LEAD}(?:week\s+of\s+)?{_DAY}(?:\s+{MONTH})?\s*(?:and|to|until|till|-|\u2013|\u2014)\s*{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b"
 )
+_ANY_MONTH = re.compile(rf"\b{MONTH}(?![a-z])")
+"""Every calendar phrase names a month: one scan of the query spares the rest of the patterns."""
 _DATE = re.compile(rf"\b{_LEAD}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b|\b{_LEAD}{MONTH}\s+{_DAY}(?:,?\s+(\d{{4}}))\b")
 
 
@@ -144,6 +146,8 @@ def calendar_window(lowered: str, now: datetime) -> tuple[re.Match[str], datetim
     September" is everything up to September's end).
 
     Most specific first: a range of days, a week, a half, a part of a month, then one date."""
+    if not _ANY_MONTH.search(lowered):
+        return None
     readers = (
         (_RANGE, _range),
         (_WEEK_OF, lambda m, n: _part(m, _WEEKS, n)),
