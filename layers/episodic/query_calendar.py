@@ -13,7 +13,8 @@ is the most recent one not in the future, as "in October" is.
 
 Recall searches such a window widened by :data:`CALENDAR_SLACK` on both sides: people talk
 about an event before it happens (the plan) and after (how it went), and a turn is dated when
-it was said.
+it was said. Not when the phrase is the whole question ("what happened on 3 March 2025?"): with
+no words to rank by, the answer is that window's episodes, newest first.
 """
 
 from __future__ import annotations

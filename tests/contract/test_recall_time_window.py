@@ -63,3 +63,18 @@ def test_given_a_calendar_phrase_when_recalled_then_turns_two_weeks_either_side_
 
 def day(number: int, month: int = 11) -> datetime:
     return datetime(2026, month, number, 12, tzinfo=UTC)
+
+
+def test_given_only_a_calendar_phrase_when_recalled_then_that_day_is_the_answer(service):
+    for number in (2, 3, 4):
+        service.remember(
+            AGENT,
+            proposal(
+                summary=f"Shift report {number}: the night crew restocked ward B", occurredAt=day(number).isoformat()
+            ),
+        )
+
+    response = service.recall(AGENT, RecallRequest(query="What happened on 3 November 2026?"))
+
+    assert [item.episode.summary for item in response.items] == ["Shift report 3: the night crew restocked ward B"]
+    assert response.interpretation.occurred_after == datetime(2026, 11, 3, tzinfo=UTC)

@@ -188,11 +188,11 @@ class Reads:
         explained = QueryInterpretation()
         if reading is not None and reading.time_phrase and after is None and before is None:
             after, before, query = reading.occurred_after, reading.occurred_before, reading.text
-            if reading.calendar:  # a turn about an event is often said before or after it
-                after = None if after is None else _shifted(after, -CALENDAR_SLACK)
-                before = None if before is None else _shifted(before, CALENDAR_SLACK)
             if not has_content(query):
                 query = None  # "what happened yesterday": the window is the question, newest first
+            elif reading.calendar:  # a turn about an event is often said before or after it
+                after = None if after is None else _shifted(after, -CALENDAR_SLACK)
+                before = None if before is None else _shifted(before, CALENDAR_SLACK)
             explained = QueryInterpretation(
                 time_phrase=reading.time_phrase, occurred_after=after, occurred_before=before
             )
