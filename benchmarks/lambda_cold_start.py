@@ -5,7 +5,9 @@ the CDK now ship (:mod:`infra.bytecode`).
 The packages are the layer's own requirements installed by :func:`infra.layer.install`, pruned
 and stripped the same way, but for this machine's platform (x86_64) so that they import here;
 Lambda's are the same versions for arm64. Both trees are timed alternately in fresh
-interpreters, best of ``--runs``. Needs a Python 3.13 (``EPISODIC_LAMBDA_PYTHON``).
+interpreters, best of ``--runs``. Needs a Python 3.13 (``EPISODIC_LAMBDA_PYTHON``) and, the first
+time, PyPI (the packages are kept in ``build/bench-lambda``). Run from the checkout, as a module,
+so that ``infra`` imports (``episodic bench`` runs it so).
 
     .venv/bin/python -m benchmarks.lambda_cold_start
 """
@@ -13,6 +15,7 @@ interpreters, best of ``--runs``. Needs a Python 3.13 (``EPISODIC_LAMBDA_PYTHON`
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -32,9 +35,6 @@ from infra.layer import PRUNED, install, prune, requirements, strip
 HERE = ROOT / "build" / "bench-lambda"
 PLATFORM_HERE = ("--platform", "manylinux2014_x86_64", "--implementation", "cp", "--python-version", LAMBDA_PYTHON)
 SOURCE_IGNORED = shutil.ignore_patterns("__pycache__", ".mypy_cache")
-LAMBDA_SOURCE = "functions.api` on Python 3.13, layer as source (before) `"
-LAMBDA_SHIPPED = "functions.api` on Python 3.13, layer with its bytecode (shipped) `"
-"""Row names in ``episodic bench``'s cold-import table (inside its backquotes)."""
 
 
 def trees(python: str) -> tuple[Path, Path]:
@@ -82,8 +82,12 @@ def measure(runs: int = 7, module: str = "functions.api") -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON (for episodic bench)")
     args = parser.parse_args(argv)
     result = measure(args.runs)
+    if args.json:
+        print(json.dumps(result))
+        return 0
     print(f"functions.api cold import, Python {LAMBDA_PYTHON}, best of {args.runs}: "
           f"from source {result['source_ms']:.0f} ms, with the shipped bytecode {result['bytecode_ms']:.0f} ms "
           f"({result['source_ms'] / result['bytecode_ms']:.1f}x)")  # fmt: skip
