@@ -535,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| module | cold import |",
         "|---|---:|",
-        *[f"| `{m}` | {ms:.0f} ms |" for m, ms in imports.items()],
+        *[f"| {m if '`' in m else f'`{m}`'} | {ms:.0f} ms |" for m, ms in imports.items()],
         "",
         "Where `functions.api`'s import goes (`python -X importtime`, each module's own time summed by",
         "top-level package; one run, so the total differs a little from the best of 3 above):",

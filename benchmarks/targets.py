@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-LAMBDA_SOURCE = "functions.api` on Python 3.13, layer as source (before) `"
-LAMBDA_SHIPPED = "functions.api` on Python 3.13, layer with its bytecode (shipped) `"
-"""Rows of the cold-import table from :mod:`benchmarks.lambda_cold_start` (inside backquotes)."""
+LAMBDA_SOURCE = "`functions.api` on Python 3.13, layer as source (before)"
+LAMBDA_SHIPPED = "`functions.api` on Python 3.13, layer with its bytecode (shipped)"
+"""Rows of the cold-import table from :mod:`benchmarks.lambda_cold_start` (already marked up)."""
 
 
 def _scale(rows: list[dict[str, Any]], tenant: int, scope: int | None = None) -> dict[str, Any] | None:
