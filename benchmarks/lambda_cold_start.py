@@ -39,13 +39,14 @@ SOURCE_IGNORED = shutil.ignore_patterns("__pycache__", ".mypy_cache")
 
 def trees(python: str) -> tuple[Path, Path]:
     """``(source, bytecode)``: the core layer's ``python`` folder twice, as source and as shipped."""
-    source, bytecode = HERE / "source", HERE / "bytecode"
-    if not (HERE / ".complete").exists():
+    source, bytecode, installed = HERE / "source", HERE / "bytecode", HERE / ".installed"
+    wanted = "\n".join(requirements())
+    if not installed.exists() or installed.read_text() != wanted:  # kept until pyproject changes
         shutil.rmtree(HERE, ignore_errors=True)
         install(source, requirements(), platform=PLATFORM_HERE)
         prune(source, PRUNED)
         strip(source)
-        (HERE / ".complete").write_text("installed\n")
+        installed.write_text(wanted)
     shutil.rmtree(source / "episodic", ignore_errors=True)
     shutil.copytree(ROOT / "layers" / "episodic", source / "episodic", ignore=SOURCE_IGNORED)
     shutil.rmtree(bytecode, ignore_errors=True)

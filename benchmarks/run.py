@@ -310,7 +310,8 @@ def cold_imports() -> dict[str, float]:
         figures = json.loads(lambda_run.stdout.strip().splitlines()[-1])
         out[LAMBDA_SOURCE], out[LAMBDA_SHIPPED] = figures["source_ms"], figures["bytecode_ms"]
     else:
-        print(f"Lambda's cold import not measured: {lambda_run.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        why = (lambda_run.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"Lambda's cold import not measured: {why}", file=sys.stderr)
     return out
 
 

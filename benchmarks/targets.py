@@ -83,6 +83,6 @@ def _cold_import(imports: dict[str, float]) -> str:
     """This venv's figure, and Lambda's (Python 3.13) as the layer ships when it was measured."""
     here = f"{imports.get('functions.api', 0):.0f} ms in this venv"
     if LAMBDA_SHIPPED not in imports:
-        return here + " (no Python 3.13 here for Lambda's figure)"
+        return here + " (Lambda's figure not measured: the bench says why)"
     return (f"{imports[LAMBDA_SHIPPED]:.0f} ms on Lambda's Python with the shipped bytecode "
             f"({imports[LAMBDA_SOURCE]:.0f} ms as source, as the layer shipped before); {here}")  # fmt: skip

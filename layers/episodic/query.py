@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from episodic.query_calendar import MONTH, MONTHS, calendar_window
+from episodic.query_calendar import MONTH, MONTHS, calendar_window, month_days, month_year
 
 _WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -99,14 +99,8 @@ def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, d
         return (day, now) if kind == "since_weekday" else (day, day + timedelta(days=1))
     if kind == "month":
         month = MONTHS[match.group(1)]
-        year = int(match.group(2)) if match.group(2) else now.year
-        if not match.group(2) and month > now.month:
-            year -= 1
-        start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0, microsecond=0)
-        end = start.replace(year=year + (month == 12), month=month % 12 + 1)
-        if match.group(0).split()[0] == "since":
-            return start, now
-        return start, end
+        start, end = month_days(month_year(month, match.group(2), now), month, 1, 31, now)
+        return (start, now) if match.group(0).split()[0] == "since" else (start, end)
     return None
 
 

@@ -90,13 +90,14 @@ _ANY_MONTH = re.compile(rf"\b{MONTH}(?![a-z])")
 _DATE = re.compile(rf"\b{_LEAD}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b|\b{_LEAD}{MONTH}\s+{_DAY}(?:,?\s+(\d{{4}}))\b")
 
 
-def _year(month: int, written: str | None, now: datetime) -> int:
+def month_year(month: int, written: str | None, now: datetime) -> int:
+    """The year a month is meant in: the one written, else the most recent not in the future."""
     if written:
         return int(written)
     return now.year - 1 if month > now.month else now.year
 
 
-def _days(year: int, month: int, first: int, last: int, now: datetime) -> tuple[datetime, datetime]:
+def month_days(year: int, month: int, first: int, last: int, now: datetime) -> tuple[datetime, datetime]:
     """``[first, last]`` of a month as ``[after, before)``, ``last`` held at the month's length."""
     last = min(last, calendar.monthrange(year, month)[1])
     start = now.replace(year=year, month=month, day=first, hour=0, minute=0, second=0, microsecond=0)
@@ -106,22 +107,22 @@ def _days(year: int, month: int, first: int, last: int, now: datetime) -> tuple[
 def _part(match: re.Match[str], spans: dict[str, tuple[int, int]], now: datetime) -> tuple[datetime, datetime]:
     _, *whichever, month_name, written = match.groups()
     which, month = next(w for w in whichever if w), MONTHS[month_name]
-    year = _year(month, written, now)
+    year = month_year(month, written, now)
     if which in ("last", "final") and spans is _WEEKS:
         length = calendar.monthrange(year, month)[1]
-        return _days(year, month, length - 6, length, now)
+        return month_days(year, month, length - 6, length, now)
     first, last = spans[which]
-    return _days(year, month, first, last, now)
+    return month_days(year, month, first, last, now)
 
 
 def _range(match: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     _, first_day, first_month, last_day, last_month, written = match.groups()
     end_month = MONTHS[last_month]
-    year = _year(end_month, written, now)
+    year = month_year(end_month, written, now)
     start_month = MONTHS[first_month] if first_month else end_month
     start_year = year - 1 if start_month > end_month else year  # "28 December to 3 January 2025"
-    start, _ = _days(start_year, start_month, int(first_day), int(first_day), now)
-    _, end = _days(year, end_month, int(last_day), int(last_day), now)
+    start, _ = month_days(start_year, start_month, int(first_day), int(first_day), now)
+    _, end = month_days(year, end_month, int(last_day), int(last_day), now)
     if end <= start:
         raise ValueError("a range that ends before it starts")
     return start, end
@@ -132,7 +133,7 @@ def _date(match: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     if day is None:  # "March 3, 2025"
         day, month_name, written = day_second, month_first, year_second
     month = MONTHS[month_name]
-    return _days(_year(month, written, now), month, int(day), int(day), now)
+    return month_days(month_year(month, written, now), month, int(day), int(day), now)
 
 
 def _may_be_the_verb(phrase: str, lead: str) -> bool:
