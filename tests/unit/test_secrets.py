@@ -10,9 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import re
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from episodic.policy import secrets as secrets_module
+from episodic.policy.prefilter import fold
 from episodic.policy.secrets import Redacted, luhn_valid, redact
 
 
@@ -363,3 +368,72 @@ def test_given_a_card_and_a_password_in_one_text_when_redacted_then_both_are_gon
     result = redact("Booked with 4111 1111 1111 1111; password: hunter2 for the portal")
     assert result.text == "Booked with [REDACTED:payment_card]; password: [REDACTED:credential] for the portal"
     assert result.kinds == ("payment_card", "credential_pair")
+
+
+# --- The literal gates: a pattern is skipped only when it cannot match ---------------------------
+
+GATE_LITERALS = sorted(
+    {*secrets_module._LABEL_LITERALS, *secrets_module._CREDENTIAL_LITERALS, "://"}
+    | {literal for _, literals, _ in secrets_module._PATTERNS for literal in literals}
+)
+
+
+def test_given_any_code_point_ignorecase_equates_with_a_gate_letter_when_folded_then_it_is_that_letter():
+    """The gates read the text folded (``prefilter.fold``): every character ``re.IGNORECASE``
+    matches to a letter of a literal must fold to exactly that letter (the long s to "s", the dotted
+    capital I to "i", the Kelvin sign to "k", the narrow Cyrillic o to the Cyrillic o), or a
+    pattern could match a text its gate let pass as secret-free."""
+    every_code_point = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    letters = sorted({char for literal in GATE_LITERALS for char in literal})
+    for letter in letters:
+        for match in re.findall(f"(?i:{re.escape(letter)})", every_code_point):
+            assert fold(match) == letter, (letter, match, f"U+{ord(match):04X}")
+
+
+def _ungated_redact(text: str, monkeypatch: pytest.MonkeyPatch) -> Redacted:
+    with monkeypatch.context() as patched:
+        patched.setattr(secrets_module, "_could_hold", lambda literals, present: True)
+        return redact(text)
+
+
+_FRAGMENTS = [
+    "password", "PASSWORD", "Passwort", "PA\u017f\u017fWORD", "pİn", "PIN", "şİfre", "ŞİFRE", "пароль", "ПАРОЛЬ",
+    "hasło", "Contraseña", "mot de passe", "密码", "api_key", "API-Key", "secret access key", "token", "TOKEN", "otp",
+    "Bearer ", "bearer ", "postgres://app:", "@db", "://", " is ", " was ", ": ", "=", " for the router ", "(prod) ",
+    "hunter2!", "77Delta-Fox91", "azul-mar-7731", "Qv7#mT2p!Lw9", FAKE_AWS_KEY_ID, FAKE_GITHUB_CLASSIC, FAKE_SLACK_BOT,
+    FAKE_STRIPE_LIVE, FAKE_OPENAI, FAKE_GOOGLE, FAKE_JWT, FAKE_BEARER, FAKE_PRIVATE_KEY, "4111 1111 1111 1111",
+    "[REDACTED:credential]", "credential", " then ", ". ", "\n", " ", "Hey Sam, ", "the router ",
+    "\u0131", "\u017f", "\u212a",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=6), max_size=12).map("".join))
+def test_given_any_text_when_redacted_with_the_gates_then_the_result_is_what_every_pattern_run_gives(
+    text: str, monkeypatch: pytest.MonkeyPatch
+):
+    assert redact(text) == _ungated_redact(text, monkeypatch)
+
+
+def test_given_the_secrets_corpus_when_redacted_with_the_gates_then_every_text_is_redacted_as_without_them(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    corpus = Path(__file__).parents[1] / "evals" / "secrets" / "corpus.jsonl"
+    texts = [
+        value
+        for line in corpus.read_text(encoding="utf-8").splitlines()
+        for value in _strings(json.loads(line)["proposal"])
+    ]
+    assert len(texts) > 100
+    for text in texts:
+        assert redact(text) == _ungated_redact(text, monkeypatch), text
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

@@ -70,7 +70,7 @@ class Prefiltered:
             for literal in groups[0]:
                 by_rarest[literal].append(groups[1:])
         self._by_rarest = dict(by_rarest)
-        self._scanner = _scanner(self.literals)
+        self._scanner = scanner(self.literals)
 
     def may_match(self, text: str) -> bool:
         """False only when no match in ``text`` is possible. ``text`` may be several readings
@@ -95,7 +95,7 @@ class Prefiltered:
         )
 
 
-def _scanner(literals: Iterable[str]) -> Any:
+def scanner(literals: Iterable[str]) -> Any:
     """An Aho-Corasick automaton that reports every occurrence of ``literals`` in a text."""
     automaton = ahocorasick.Automaton()
     for literal in literals:
