@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from episodic.adapters.local import ann
+from episodic.adapters.local.rowid_slots import MIN_ROWS
 from episodic.adapters.local.vectors import VectorSearch
 
 DIM = 32
@@ -57,6 +58,27 @@ def test_given_a_small_scope_when_searched_then_exact_top_k_is_returned(db):
     brute = sorted(scope, key=lambda r: -float(vectors[r - 1] @ vectors[0]))[:5]
     assert strategy == "exact" and list(ids) == brute
     assert sims[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_given_a_large_tenant_among_others_when_a_small_scope_is_searched_then_its_rows_are_found_by_table(db):
+    """A tenant of ``MIN_ROWS`` or more finds its scope's rows through the rowid table (written
+    in two rounds, with another tenant's rows between): the same top-k as brute force, and an
+    erasure zeroes the right row."""
+    first = add(db, MIN_ROWS // 2)
+    add(db, 3000, tenant="globex", seed=5)
+    second = add(db, MIN_ROWS // 2 + 100, seed=9)
+    vectors = np.concatenate([first, second])
+    rowids = all_rowids(db)
+    search = VectorSearch(ann_threshold=10 * MIN_ROWS)
+    scope = rowids[np.random.default_rng(2).choice(len(rowids), 800, replace=False)]
+    ids, _, strategy = search.search(db, "acme", "m1", scope, vectors[-1], 10)
+    tenant = search._tenants[("acme", "m1")]
+    assert tenant._slots.active
+    by_rowid = dict(zip(rowids.tolist(), vectors, strict=True))
+    brute = sorted(scope.tolist(), key=lambda r: -float(by_rowid[r] @ vectors[-1]))[:10]
+    assert strategy == "exact" and list(ids) == brute
+    search.forget("acme", [int(rowids[-1])])
+    assert not tenant.matrix[-1].any() and tenant.matrix[-2].any()
 
 
 def test_given_a_large_tenant_when_first_searched_then_exact_answers_while_the_index_is_built_aside(db):

@@ -40,6 +40,7 @@ import numpy as np
 
 from episodic.adapters.codec import unpack_vectors
 from episodic.adapters.local import ann
+from episodic.adapters.local.rowid_slots import RowidSlots
 
 DEFAULT_ANN_THRESHOLD = 50_000
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class TenantVectors:
         self.watermark = 0
         self._ids = np.empty(1024, dtype=np.int64)
         self._buf = np.empty((1024, dimension), dtype=np.float32)
+        self._slots = RowidSlots()
         self.index: ann.CellIndex | None = None
         self.indexed = 0
         """Rows ``[0, indexed)`` of the matrix are in :attr:`index`."""
@@ -89,12 +91,15 @@ class TenantVectors:
             self._buf = grown  # views handed out earlier keep the old buffer, whose rows never change
         self._ids[self.count : needed] = rowids
         self._buf[self.count : needed] = vectors
-        self.count = needed
+        start, self.count = self.count, needed
         self.watermark = int(rowids.max())
+        self._slots.extend(self.rowids, start)
 
     def positions(self, rowids: np.ndarray) -> np.ndarray:
-        """Positions of the given (sorted) rowids; rowids ascend, so a binary search finds them."""
-        return present(self.rowids, rowids)
+        """Positions of the given (sorted) rowids that have a row here, ascending: by a table
+        for a large tenant (:mod:`.rowid_slots`), else by a binary search (rowids ascend)."""
+        found = self._slots.find(rowids)
+        return present(self.rowids, rowids) if found is None else found
 
     def forget(self, rowids: np.ndarray) -> None:
         """Zero the vectors of erased rows and drop them from the index."""
