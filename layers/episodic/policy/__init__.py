@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from types import ModuleType
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -107,7 +108,7 @@ class WritePolicy:
             return self._verdict(Decision.DENY, ["not_an_episode", *missing]), proposal
 
         try:
-            cleaned = redact_proposal(normalise_proposal(proposal))
+            cleaned = redact_proposal(*normalise_proposal(proposal))
         except ValidationError:
             # e.g. a summary of nothing but invisible characters, or text pushed past its length limit
             return self._verdict(Decision.DENY, ["unstorable_content"]), proposal
@@ -117,7 +118,8 @@ class WritePolicy:
         stored, provenance_notes = backed_claims(cleaned.proposal, caller)
         stored, privacy_notes, suggested = _privacy_for_disclosures(stored, self.private_disclosures)
         notes = [*provenance_notes, *privacy_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
-        instruction_kinds = {kind for _, kind in _instruction_findings(stored)}
+        # The wire form was read once; claims and privacy class change no text, so it stands.
+        instruction_kinds = {kind for _, kind in _instruction_findings(stored, cleaned.wire)}
         sentences = self._judge_sentences(stored)
         deny = self._deny_reasons(stored, caller, now, instruction_kinds, sentences)
         review = self._review_reasons(stored, caller, superseded, instruction_kinds)
@@ -198,11 +200,11 @@ def _memorability() -> ModuleType:
     return memorability
 
 
-def _instruction_findings(p: EpisodeProposal) -> list[tuple[str, str]]:
+def _instruction_findings(p: EpisodeProposal, wire: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     """Instruction-like text or markup in any field that is stored or reaches the evidence block:
     what the patterns find in each field or across them, and what the learned model finds in
-    all of them read together."""
-    texts = list(fields.texts(p.model_dump(mode="json", by_alias=True)))
+    all of them read together. ``wire``: ``p``'s text fields in wire form, when already read."""
+    texts = list(fields.texts(p.model_dump(mode="json", by_alias=True) if wire is None else wire))
     # Imported on first use: compiling the patterns of every language takes ~80 ms, which a
     # Lambda cold start that only recalls should not pay (``WritePolicy.warm_up`` pays it early).
     from episodic.policy import instructions
@@ -244,8 +246,9 @@ def _missing_essentials(p: EpisodeProposal) -> list[str]:
     return missing
 
 
-def normalise_proposal(p: EpisodeProposal) -> EpisodeProposal:
-    """Every free-text field in NFKC, invisible formatting characters removed."""
+def normalise_proposal(p: EpisodeProposal) -> tuple[EpisodeProposal, dict[str, Any] | None]:
+    """Every free-text field in NFKC, invisible formatting characters removed; and the wire form
+    of the result when it is ``p`` itself (read here already: the next steps need not read it again)."""
     data = p.model_dump(mode="json", by_alias=True)
     normalised = fields.map_free_text(data, lambda _path, text, _keys: normalise(text))
-    return p if normalised == data else EpisodeProposal.model_validate(normalised)
+    return (p, data) if normalised == data else (EpisodeProposal.model_validate(normalised), None)

@@ -24,9 +24,12 @@ class RedactedProposal:
     redactions: list[Redaction]
     secret_identifiers: list[str]
     """Paths of identifiers that hold a secret: the proposal must be refused."""
+    wire: dict[str, Any] | None = None
+    """The proposal's wire form when nothing was redacted (the proposal is the one given)."""
 
 
-def redact_proposal(p: EpisodeProposal) -> RedactedProposal:
+def redact_proposal(p: EpisodeProposal, wire: dict[str, Any] | None = None) -> RedactedProposal:
+    """``wire``: ``p.model_dump(mode="json", by_alias=True)``, when the caller has it (not changed here)."""
     redactions: list[Redaction] = []
 
     def key(path: str, value: str, _keys: tuple[str, ...]) -> str:
@@ -40,7 +43,8 @@ def redact_proposal(p: EpisodeProposal) -> RedactedProposal:
             return SECRET_VALUE
         return key(path, value, keys)
 
-    data = p.model_dump(mode="json", by_alias=True)
+    wire = p.model_dump(mode="json", by_alias=True) if wire is None else wire
+    data = dict(wire)
     if data.get("details"):
         data["details"] = _stringify_secret_scalars(data["details"])
     data = map_free_text(data, text, key)
@@ -54,7 +58,7 @@ def redact_proposal(p: EpisodeProposal) -> RedactedProposal:
     data[TAGS] = list(dict.fromkeys(tags))
     secret_ids = [path for path, value in identifiers(data) if _kinds(value)]
     if not redactions:
-        return RedactedProposal(p, [], secret_ids)
+        return RedactedProposal(p, [], secret_ids, wire)
     return RedactedProposal(EpisodeProposal.model_validate(data), redactions, secret_ids)
 
 

@@ -161,17 +161,7 @@ class Redacted:
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]`` and say which kinds were found."""
     kinds: list[str] = []
-
-    def _card(match: re.Match[str]) -> str:
-        if not _card_like(match.group(0)):
-            return match.group(0)
-        digits = _CARD_SEPARATORS.sub("", match.group(0))
-        if luhn_valid(digits):
-            kinds.append("payment_card")
-            return "[REDACTED:payment_card]"
-        return match.group(0)
-
-    text = _CARD_CANDIDATE.sub(_card, text)
+    text = _redact_cards(text, kinds)
     gate = _literals_in(text)  # read once: until a replacement is made (which adds a _MARK), the text is this
     for kind, literals, pattern in _PATTERNS:
         if _MARK not in text and not _could_hold(literals, gate):
@@ -220,6 +210,19 @@ def redact(text: str) -> Redacted:
 
     text = _AWS_SECRET_SHAPE.sub(_aws_secret, text)
     return Redacted(text=text, kinds=tuple(dict.fromkeys(kinds)))
+
+
+def _redact_cards(text: str, kinds: list[str]) -> str:
+    def _card(match: re.Match[str]) -> str:
+        if not _card_like(match.group(0)):
+            return match.group(0)
+        digits = _CARD_SEPARATORS.sub("", match.group(0))
+        if luhn_valid(digits):
+            kinds.append("payment_card")
+            return "[REDACTED:payment_card]"
+        return match.group(0)
+
+    return _CARD_CANDIDATE.sub(_card, text)
 
 
 _MASK = re.compile(r"^[\"']?[*•xX#]{3,}[\"']?$|\*{3,}|•{3,}|\.\.\.|…|(?i:redacted|masked|hidden)")
