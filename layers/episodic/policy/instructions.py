@@ -118,11 +118,14 @@ def kinds(text: str) -> frozenset[str]:
         texts, joined = read[reads, fold_l]
         if pattern.search_any(texts, joined):
             found.add(family)
+    prefixes: dict[str, frozenset[str]] = {}  # each view's word prefixes, shared by both families
     for family, gated in ((INJECTION, _LANGUAGE_INJECTION), (STANDING_ORDER, _LANGUAGE_STANDING_ORDER)):
         for view in readings.words:
             if family in found:
                 break
-            present = _word_prefixes(view)
+            present = prefixes.get(view)
+            if present is None:
+                present = prefixes[view] = _word_prefixes(view)
             if any(g.markers & present and g.pattern.search(view) for g in gated):
                 found.add(family)
     if STANDING_ORDER not in found and any(rule_from_now_on(v) for v in (*readings.words, *readings.latin)):
