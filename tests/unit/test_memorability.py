@@ -1,4 +1,4 @@
-"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to .3, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.1, issue #12):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 
@@ -87,6 +87,19 @@ def test_given_a_short_personal_fact_when_judged_then_few_words_are_enough(text:
 def test_given_a_short_pleasantry_with_a_time_or_a_pronoun_when_judged_then_it_stays_chatter(text: str) -> None:
     decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
     assert "not_memorable" in decision.reasons
+
+
+@pytest.mark.parametrize("text", ["Dingle's even better. Book it.", "Priya\u2019s moving!!", "Rafa's flat is tiny"])
+def test_given_a_sentence_opening_with_a_possessive_name_when_judged_then_it_names_a_thing(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" not in decision.reasons
+    assert decision.sentences[0].verdict == "memorable" and decision.sentences[0].why == "named_thing"
+
+
+@pytest.mark.parametrize("text", ["It's fine!", "Who's in?", "That\u2019s so nice", "Everyone's well x"])
+def test_given_a_possessive_pronoun_or_question_word_first_when_judged_then_it_is_no_name(text: str) -> None:
+    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    assert all(v.why != "named_thing" for v in verdicts)
 
 
 def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is_judged() -> None:

@@ -54,8 +54,9 @@ from episodic.policy.provenance import backed_claims
 from episodic.policy.redaction import redact_proposal
 from episodic.policy.text import normalise
 
-POLICY_VERSION = "2026-12-01.3"
-"""2026-12-01.3: a short first-person sentence with a time ("I'm off that whole weekend") or a
+POLICY_VERSION = "2026-12-02.1"
+"""2026-12-02.1: a sentence that opens with a capitalised possessive ("Dingle's even better")
+names a thing; 2026-12-01.3: a short first-person sentence with a time ("I'm off that whole weekend") or a
 want ("I need a night out") is a fact; 2026-12-01.2: a sensitive disclosure keeps its caller's
 class by default (named, ``sensitive`` suggested); 2026-12-01.1: memorability judged per sentence, disclosures named."""
 

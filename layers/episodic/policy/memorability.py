@@ -137,7 +137,30 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "preference"
     if _FIRST_PERSON.search(sentence) and len(content) >= 3:
         return "first_person_statement"
+    if _possessive_name(sentence):
+        return "named_thing"
     return ""
+
+
+_NOT_NAMES = frozenset(
+    """
+    who where when why which what how here there this that it he she one let everyone everybody
+    someone somebody anyone anybody nobody mine yours today tomorrow yesterday tonight
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words that take a possessive 's at the start of a sentence without naming anyone ("Who's in?")."""
+
+
+_POSSESSIVE_OPENING = re.compile(r"^\W*([A-ZÀ-Þ][A-Za-zÀ-ÿ-]*)['\u2019]s\b")
+
+
+def _possessive_name(sentence: str) -> bool:
+    """A sentence that opens with a capitalised possessive names someone or something ("Dingle's
+    even better", "Priya's moving to Leeds", with a straight or a curly apostrophe): a capital at
+    the start is no sign of a name, but the possessive form of a word that is not a pronoun, a
+    question word or a time is."""
+    opening = _POSSESSIVE_OPENING.match(sentence)
+    return opening is not None and opening.group(1).lower() not in _NOT_NAMES
 
 
 def _short_personal_fact(sentence: str) -> str:
