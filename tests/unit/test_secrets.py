@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from episodic.policy import secrets as secrets_module
+from episodic.policy.fields import texts as texts_of
 from episodic.policy.prefilter import fold
 from episodic.policy.secrets import Redacted, luhn_valid, redact
 
@@ -419,21 +420,11 @@ def test_given_the_secrets_corpus_when_redacted_with_the_gates_then_every_text_i
     monkeypatch: pytest.MonkeyPatch,
 ):
     corpus = Path(__file__).parents[1] / "evals" / "secrets" / "corpus.jsonl"
-    texts = [
-        value
+    texts = [  # every string of every proposal that redaction reads: free text, keys, tags, identifiers
+        text
         for line in corpus.read_text(encoding="utf-8").splitlines()
-        for value in _strings(json.loads(line)["proposal"])
+        for _, text in texts_of(json.loads(line)["proposal"])
     ]
     assert len(texts) > 100
     for text in texts:
         assert redact(text) == _ungated_redact(text, monkeypatch), text
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
