@@ -4,9 +4,10 @@ Why: a scoped search maps the rowids its scope admits to rows of the tenant's ma
 search over a million rowids for a scope of 1,000 took ~0.2 ms -- every probe a cache miss --
 about a fifth of the whole vector path at that size (``benchmarks/recall_at_scale.py``); a table
 indexed by rowid answers in a few microseconds. The table costs 4 bytes for every rowid of the
-tenant's span, so it is kept only for tenants of :data:`MIN_ROWS` or more whose rows are at
-least one in :data:`MAX_SPREAD` of the database's rowids over that span: at most 32 bytes per
-vector, beside the vector's 1,536. Small or scattered tenants keep the binary search.
+tenant's span (and as much again of room to grow, as the matrix has), so it is kept only for
+tenants of :data:`MIN_ROWS` or more whose rows are at least one in :data:`MAX_SPREAD` of the
+database's rowids over that span: at most 64 bytes per vector, beside the vector's 1,536. Small
+or scattered tenants keep the binary search.
 """
 
 from __future__ import annotations
