@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -48,11 +48,15 @@ from episodic.model import (
     SourceTrust,
 )
 from episodic.policy import fields, sensitivity
-from episodic.policy.chatter import ChatterClassifier, default_classifier
-from episodic.policy.instruction_model import default_model
 from episodic.policy.provenance import backed_claims
-from episodic.policy.redaction import redact_proposal
-from episodic.policy.text import normalise
+
+if TYPE_CHECKING:
+    from episodic.policy.chatter import ChatterClassifier
+
+# The content checks (redaction and its secret patterns, the learned instruction model, the
+# chatter classifier, text normalisation) are imported on first use, like the instruction
+# patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
+# (~20-35 ms of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
 POLICY_VERSION = "2026-12-02.1"
 """2026-12-02.1: a sentence that opens with a capitalised possessive ("Dingle's even better")
@@ -79,14 +83,18 @@ class WritePolicy:
     @property
     def chatter(self) -> ChatterClassifier:
         if self._chatter is None:
+            from episodic.policy.chatter import default_classifier
+
             self._chatter = default_classifier()
         return self._chatter
 
     def warm_up(self) -> None:
         """Train the chatter classifier and load the detectors now, not on the first write."""
-        from episodic.policy import instructions, memorability
+        from episodic.policy import instructions, memorability, redaction
+        from episodic.policy.instruction_model import default_model
 
         self.chatter  # noqa: B018
+        redaction.redact_proposal(EpisodeProposal(event_type=EventType.CONVERSATION_TURN, summary="warm up"))
         instructions.kinds("warm up")
         memorability.judge("warm up", "conversation_turn", self.chatter)
         sensitivity.disclosures("warm up")
@@ -107,6 +115,8 @@ class WritePolicy:
         missing = _missing_essentials(proposal)
         if missing:
             return self._verdict(Decision.DENY, ["not_an_episode", *missing]), proposal
+
+        from episodic.policy.redaction import redact_proposal
 
         try:
             cleaned = redact_proposal(*normalise_proposal(proposal))
@@ -209,6 +219,7 @@ def _instruction_findings(p: EpisodeProposal, wire: dict[str, Any] | None = None
     # Imported on first use: compiling the patterns of every language takes ~80 ms, which a
     # Lambda cold start that only recalls should not pay (``WritePolicy.warm_up`` pays it early).
     from episodic.policy import instructions
+    from episodic.policy.instruction_model import default_model
 
     found = instructions.findings(texts)
     if not found and default_model().is_instruction(" ".join(text for _, text in texts)):
@@ -250,6 +261,8 @@ def _missing_essentials(p: EpisodeProposal) -> list[str]:
 def normalise_proposal(p: EpisodeProposal) -> tuple[EpisodeProposal, dict[str, Any] | None]:
     """Every free-text field in NFKC, invisible formatting characters removed; and the wire form
     of the result when it is ``p`` itself (read here already: the next steps need not read it again)."""
+    from episodic.policy.text import normalise
+
     data = p.model_dump(mode="json", by_alias=True)
     normalised = fields.map_free_text(data, lambda _path, text, _keys: normalise(text))
     return (p, data) if normalised == data else (EpisodeProposal.model_validate(normalised), None)
