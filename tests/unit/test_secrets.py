@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from episodic.policy import secrets as secrets_module
 from episodic.policy.fields import texts as texts_of
-from episodic.policy.prefilter import fold
+from episodic.policy.prefilter import Needs, fold
 from episodic.policy.secrets import Redacted, luhn_valid, redact
 
 
@@ -373,10 +373,17 @@ def test_given_a_card_and_a_password_in_one_text_when_redacted_then_both_are_gon
 
 # --- The literal gates: a pattern is skipped only when it cannot match ---------------------------
 
-GATE_LITERALS = sorted(
-    {*secrets_module._LABEL_LITERALS, *secrets_module._CREDENTIAL_LITERALS, "://"}
-    | {literal for _, literals, _ in secrets_module._PATTERNS for literal in literals}
-)
+GATE_LITERALS = sorted({literal for need in secrets_module._GATES if need for literal in need.literals})
+
+
+def test_given_the_secret_patterns_when_their_gates_are_derived_then_the_costly_ones_have_one():
+    """A ``None`` gate lets every text through: sound, but its pattern runs always. The credential
+    pairs, labelled tokens and URLs (the costly ones) are gated; of the token shapes only GitHub's,
+    whose alternatives share just their first letter, is not."""
+    ungated = [kind for (kind, _), need in zip(secrets_module._PATTERNS, secrets_module._PATTERN_NEEDS, strict=True)
+               if need is None]  # fmt: skip
+    assert ungated == ["github_token"]
+    assert None not in [*secrets_module._PAIR_NEEDS, secrets_module._URL_NEEDS, secrets_module._LABELLED_NEEDS]
 
 
 def test_given_any_code_point_ignorecase_equates_with_a_gate_letter_when_folded_then_it_is_that_letter():
@@ -393,7 +400,7 @@ def test_given_any_code_point_ignorecase_equates_with_a_gate_letter_when_folded_
 
 def _ungated_redact(text: str, monkeypatch: pytest.MonkeyPatch) -> Redacted:
     with monkeypatch.context() as patched:
-        patched.setattr(secrets_module, "_could_hold", lambda literals, present: True)
+        patched.setattr(Needs, "may_hold", lambda self, present: True)
         return redact(text)
 
 

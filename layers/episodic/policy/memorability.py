@@ -145,10 +145,11 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
 _NOT_NAMES = frozenset(
     """
     who where when why which what how here there this that it he she one let everyone everybody
-    someone somebody anyone anybody nobody mine yours today tomorrow yesterday tonight
+    someone somebody anyone anybody nobody mine yours
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
-"""Words that take a possessive 's at the start of a sentence without naming anyone ("Who's in?")."""
+"""Words that take a possessive 's at the start of a sentence without naming anyone ("Who's in?");
+"Today's" and the like never get here: a time is a mark of its own, checked first."""
 
 
 _POSSESSIVE_OPENING = re.compile(r"^\W*([A-ZÀ-Þ][A-Za-zÀ-ÿ-]*)['\u2019]s\b")
@@ -157,8 +158,8 @@ _POSSESSIVE_OPENING = re.compile(r"^\W*([A-ZÀ-Þ][A-Za-zÀ-ÿ-]*)['\u2019]s\b")
 def _possessive_name(sentence: str) -> bool:
     """A sentence that opens with a capitalised possessive names someone or something ("Dingle's
     even better", "Priya's moving to Leeds", with a straight or a curly apostrophe): a capital at
-    the start is no sign of a name, but the possessive form of a word that is not a pronoun, a
-    question word or a time is."""
+    the start is no sign of a name, but the possessive form of a word that is not a pronoun or a
+    question word is."""
     opening = _POSSESSIVE_OPENING.match(sentence)
     return opening is not None and opening.group(1).lower() not in _NOT_NAMES
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
@@ -93,6 +94,40 @@ class Prefiltered:
         return self.may_match("\n".join(readings) if joined is None else joined) and any(
             self.pattern.search(r) for r in readings
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What every match of a pattern holds: for each of its alternatives, groups of folded literals
+    (a match of the alternative holds one literal of every group)."""
+
+    alternatives: tuple[tuple[frozenset[str], ...], ...]
+    literals: frozenset[str]
+    """All of them: a text holding none (the common case) is turned away by one set operation."""
+
+    def may_hold(self, present: set[str]) -> bool:
+        """False only when no match is possible in a text whose folded form holds just ``present``
+        of the literals looked for."""
+        return not present.isdisjoint(self.literals) and any(
+            all(not present.isdisjoint(group) for group in groups) for groups in self.alternatives
+        )
+
+
+def needs(pattern: re.Pattern[str]) -> Needs | None:
+    """What every match of ``pattern`` holds, for gates that look for the literals of many patterns
+    in one pass over the folded text (see :mod:`episodic.policy.secrets`); None when some
+    alternative needs no literal. Every literal is folded, whatever the pattern's flags, scoped
+    ones included: as the text is folded too, a literal the pattern matches case-sensitively is
+    still found, and only more texts pass the gate."""
+    found = alternatives(sre_parse.parse(pattern.pattern, pattern.flags))
+    # A group with a one-character literal ("g" of "gh[pousr]_|github_pat_", whose common prefix
+    # the parser takes out) is in nearly every text and makes the scan report every occurrence:
+    # such groups are not looked for, and a pattern left with none has no gate (it always runs).
+    kept = [[g for g in groups if min(map(len, g)) > 1][:2] for groups in found or ()]
+    if found is None or not all(kept):
+        return None
+    folded = tuple(tuple(frozenset(map(fold, g)) for g in groups) for groups in kept)
+    return Needs(folded, frozenset(literal for groups in folded for group in groups for literal in group))
 
 
 def scanner(literals: Iterable[str]) -> Any:

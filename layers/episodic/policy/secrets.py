@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from episodic.policy.prefilter import fold, scanner
+from episodic.policy.prefilter import Needs, fold, needs, scanner
 
 _EDGE_BEFORE = r"(?<![A-Za-z0-9])"
 _EDGE_AFTER = r"(?![A-Za-z0-9])"
@@ -59,72 +59,47 @@ _LABELLED_TOKEN = re.compile(
 lead confirmed passcode 77Delta-Fox91", "secret access key handed over on the call: XI8q6k...".
 Only tokens that look generated count (see :func:`_looks_generated`)."""
 
-_LABEL_LITERALS = (
-    "pass", "pw", "secret", "api", "access", "auth", "refresh", "session", "client", "key", "token", "pin",
-    "cvv", "cvc", "otp", "security",
-)  # fmt: skip
-"""Every word of ``_LABEL_WORDS`` holds one of these: a text with none has no credential pair."""
-_CREDENTIAL_LITERALS = (
-    "pass", "pw", "pin", "secret", "key", "token", "credential", "kennwort", "contras", "clave", "senha",
-    "parola", "пароль", "wachtwoord", "hasło", "haslo", "senord", "ifre", "密码", "密碼", "パスワード", "비밀번호",
-    "كلمة",
-)  # fmt: skip
-"""Every word of ``_LABELLED_TOKEN``'s credential words holds one of these."""
-
-_MARK = "[REDACTED:"
-"""How every replacement starts. Once the text holds one, the gates (read from the text as it came)
-no longer describe it -- a marker's own words may open a later pattern -- so every pattern runs,
-exactly as without gates."""
-
-
-def _could_hold(literals: tuple[str, ...], present: set[str]) -> bool:
-    """Whether one of ``literals`` is among those ``present`` in the text: a pattern none of whose
-    literals is present cannot match, and is not run. Most texts hold no secret, and the patterns
-    that start with a case-insensitive word cost ~15 us each over a sentence; one Aho-Corasick
-    pass over the folded text finds every literal for all of them (``prefilter.fold``: both
-    cases of a letter, and what ``re.IGNORECASE`` equates with it, fold to one; tests/unit/
-    test_secrets.py checks every code point against every literal's letters)."""
-    return not present.isdisjoint(literals)
-
-
-def _literals_in(text: str) -> set[str]:
-    return {literal for _, literal in _GATE_SCANNER.iter(fold(text))}
-
-
 _AWS_SECRET_SHAPE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 """An AWS secret access key: 40 characters of base64's alphabet (git's 40-hex SHAs are excluded
 by requiring both cases)."""
 
-_PATTERNS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
-    # (kind, literals one of which every match holds (folded, see _could_hold), pattern)
-    ("private_key", ("-----begin ",),
-     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
-    ("aws_access_key", ("akia", "asia"), re.compile(_EDGE_BEFORE + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _EDGE_AFTER)),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     re.compile(_EDGE_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})")),
-    ("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-"),
-     re.compile(_EDGE_BEFORE + r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}")),
-    ("slack_token", ("xox",), re.compile(_EDGE_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("slack_webhook", ("https://hooks.slack.com/services/",),
-     re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}")),
-    ("stripe_key", ("k_live_", "k_test_"), re.compile(_EDGE_BEFORE + r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("anthropic_key", ("sk-ant-",), re.compile(_EDGE_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}")),
-    ("openai_key", ("sk-",), re.compile(_EDGE_BEFORE + r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}")),
-    ("google_api_key", ("aiza",), re.compile(_EDGE_BEFORE + r"AIza[0-9A-Za-z_-]{35}")),
-    ("huggingface_token", ("hf_",), re.compile(_EDGE_BEFORE + r"hf_[A-Za-z0-9]{30,}")),
-    ("npm_token", ("npm_",), re.compile(_EDGE_BEFORE + r"npm_[A-Za-z0-9]{36}")),
-    ("pypi_token", ("pypi-",), re.compile(_EDGE_BEFORE + r"pypi-[A-Za-z0-9_-]{50,}")),
-    ("sendgrid_key", ("sg.",), re.compile(_EDGE_BEFORE + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
-    ("jwt", ("eyj",), re.compile(_EDGE_BEFORE + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("bearer_token", ("bearer",), re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
-]  # fmt: skip
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
+    ("aws_access_key", re.compile(_EDGE_BEFORE + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _EDGE_AFTER)),
+    ("github_token", re.compile(_EDGE_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})")),
+    ("gitlab_token", re.compile(_EDGE_BEFORE + r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}")),
+    ("slack_token", re.compile(_EDGE_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}")),
+    ("stripe_key", re.compile(_EDGE_BEFORE + r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("anthropic_key", re.compile(_EDGE_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}")),
+    ("openai_key", re.compile(_EDGE_BEFORE + r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}")),
+    ("google_api_key", re.compile(_EDGE_BEFORE + r"AIza[0-9A-Za-z_-]{35}")),
+    ("huggingface_token", re.compile(_EDGE_BEFORE + r"hf_[A-Za-z0-9]{30,}")),
+    ("npm_token", re.compile(_EDGE_BEFORE + r"npm_[A-Za-z0-9]{36}")),
+    ("pypi_token", re.compile(_EDGE_BEFORE + r"pypi-[A-Za-z0-9_-]{50,}")),
+    ("sendgrid_key", re.compile(_EDGE_BEFORE + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("jwt", re.compile(_EDGE_BEFORE + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
+]
 
 _URL_CREDENTIAL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s@/]{3,})(@)")
 """``scheme://user:password@host`` (database URLs, brokers): the password part is a secret."""
 
-_GATE_SCANNER = scanner(
-    {*_LABEL_LITERALS, *_CREDENTIAL_LITERALS, "://", *(literal for _, literals, _ in _PATTERNS for literal in literals)}
-)
+# Gates: a pattern runs only when the text holds what every match of it holds (derived from the
+# pattern itself by the instruction prefilter's analysis, so an edited pattern keeps a sound
+# gate). Most texts hold no secret, and the credential-pair patterns, which open with a
+# case-insensitive word, cost ~15 us each over a sentence; one Aho-Corasick pass over the
+# folded text finds the literals of every gate. The card and AWS-secret shapes need no literal.
+_PATTERN_NEEDS = [needs(pattern) for _, pattern in _PATTERNS]
+_PAIR_NEEDS = [needs(_STRONG_PAIR), needs(_WEAK_PAIR)]
+_URL_NEEDS = needs(_URL_CREDENTIAL)
+_LABELLED_NEEDS = needs(_LABELLED_TOKEN)
+_GATES = [*_PATTERN_NEEDS, *_PAIR_NEEDS, _URL_NEEDS, _LABELLED_NEEDS]
+_GATE_SCANNER = scanner({literal for need in _GATES if need for literal in need.literals})
+_MARK = "[REDACTED:"
+"""How every replacement starts. Once the text holds one, the gates (read from the text as it came)
+no longer describe it -- a marker's own words may open a later pattern -- so every pattern runs,
+exactly as without gates."""
 
 _SECRET_KEY_WORDS = frozenset(
     {
@@ -162,9 +137,13 @@ def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]`` and say which kinds were found."""
     kinds: list[str] = []
     text = _redact_cards(text, kinds)
-    gate = _literals_in(text)  # read once: until a replacement is made (which adds a _MARK), the text is this
-    for kind, literals, pattern in _PATTERNS:
-        if _MARK not in text and not _could_hold(literals, gate):
+    present = {literal for _, literal in _GATE_SCANNER.iter(fold(text))}  # the text as it came, see _MARK
+
+    def runs(need: Needs | None) -> bool:
+        return need is None or _MARK in text or need.may_hold(present)
+
+    for (kind, pattern), need in zip(_PATTERNS, _PATTERN_NEEDS, strict=True):
+        if not runs(need):
             continue
 
         def _replace(match: re.Match[str], kind: str = kind) -> str:
@@ -180,15 +159,15 @@ def redact(text: str) -> Redacted:
         kinds.append("credential_pair")
         return match.group(0)[: match.start(2) - match.start(0)] + "[REDACTED:credential]"
 
-    if _MARK in text or _could_hold(_LABEL_LITERALS, gate):
-        for pattern in (_STRONG_PAIR, _WEAK_PAIR):
+    for pattern, need in zip((_STRONG_PAIR, _WEAK_PAIR), _PAIR_NEEDS, strict=True):
+        if runs(need):
             text = pattern.sub(_pair, text)
 
     def _url(match: re.Match[str]) -> str:
         kinds.append("connection_string")
         return match.group(1) + "[REDACTED:credential]" + match.group(3)
 
-    if _MARK in text or _could_hold(("://",), gate):
+    if runs(_URL_NEEDS):
         text = _URL_CREDENTIAL.sub(_url, text)
 
     def _labelled(match: re.Match[str]) -> str:
@@ -198,7 +177,7 @@ def redact(text: str) -> Redacted:
         kinds.append("credential_pair")
         return match.group(0)[: match.start(1) - match.start(0)] + "[REDACTED:credential]"
 
-    if _MARK in text or _could_hold(_CREDENTIAL_LITERALS, gate):
+    if runs(_LABELLED_NEEDS):
         text = _LABELLED_TOKEN.sub(_labelled, text)
 
     def _aws_secret(match: re.Match[str]) -> str:
