@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.local.fts_terms import TermFrequencies
 from episodic.adapters.local.scope_cache import admitted
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.model import Episode
@@ -68,11 +69,18 @@ def plan_scopes(total: int, wanted: list[int]) -> list[int]:
     return sizes
 
 
+TEMPLATE = Episode.model_validate(
+    {
+        "eventId": "E0", "tenantId": "acme", "actorId": "x", "eventType": "tool_observed_event",
+        "occurredAt": NOW, "recordedAt": NOW, "summary": "synthetic", "sourceRefs": ["bench:1"],
+        "sourceTrust": "tool_result", "policyVersion": "bench",
+    }
+)  # fmt: skip
 TOPICS = [f"topic{i:02d}" for i in range(50)]
 """One of 50 topic words per episode (2% of the tenant each); every summary says "report"."""
 
 
-class KeepEveryWord:
+class KeepEveryWord(TermFrequencies):
     """Benchmark harness: a ``store.terms`` that leaves every query word in the BM25 search,
     the baseline that :class:`~episodic.adapters.local.fts_terms.TermFrequencies` is measured against."""
 
@@ -97,19 +105,54 @@ def measure_lexical(store: SqliteStore, queries: int) -> dict[str, float]:
     return {f"lexical_{k}_ms": statistics.median(v) for k, v in timed.items()}
 
 
+class SearchEveryTenant(TermFrequencies):
+    """Benchmark harness: a ``store.terms`` that never limits a BM25 search to the tenant's own
+    rows inside FTS5, so every tenant's matching rows are scored (as before schema 2)."""
+
+    def holds_few(self, conn: Any, tenant_id: str) -> bool:
+        return False
+
+
+NEIGHBOUR = 1000
+"""Episodes of the small tenant measured beside the large one."""
+
+
+def measure_neighbour(store: SqliteStore, queries: int) -> dict[str, float]:
+    """A small tenant's whole-tenant BM25 candidates beside the large tenant ``store`` holds
+    (its words in the same share of its texts), p50 ms: searching its own rows inside FTS5,
+    every tenant's matching rows scored, and the same tenant alone in a data dir of its own."""
+    texts = [f"report on the {TOPICS[i % len(TOPICS)]}" for i in range(queries)]
+    scope = Scope(tenant_id="neighbour", now=NOW)
+    puts = [
+        NewEpisode(TEMPLATE.model_copy(update={"tenant_id": "neighbour", "event_id": f"N{n:05d}",
+                                              "summary": f"report {n} on the {TOPICS[n % len(TOPICS)]}"}), None)
+        for n in range(NEIGHBOUR)
+    ]  # fmt: skip
+    store.apply(Changes(tenant_id="neighbour", put=puts))
+    timed: dict[str, list[float]] = {"own_rows": [], "every_tenant": [], "alone": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        alone = SqliteStore(Path(tmp) / "alone.db")
+        alone.apply(Changes(tenant_id="neighbour", put=puts))
+        kept = store.terms
+        for label, target, terms in (
+            ("own_rows", store, kept), ("every_tenant", store, SearchEveryTenant()), ("alone", alone, alone.terms)
+        ):  # fmt: skip
+            target.terms = terms
+            for text in texts:
+                t0 = time.perf_counter()
+                target.candidates(scope, text, None, 200)
+                timed[label].append((time.perf_counter() - t0) * 1000)
+        store.terms = kept
+        alone.close()
+    return {f"neighbour_{k}_ms": statistics.median(v) for k, v in timed.items()}
+
+
 def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.Generator) -> None:
     """Each scope is one actor's (scope-<i>) episodes, scattered through the tenant's rows as a
     real actor's would be; the rest belong to 97 others."""
     owner = np.full(total, -1)
     for i, size in enumerate(scopes):
         owner[rng.permutation(np.flatnonzero(owner < 0))[:size]] = i
-    template = Episode.model_validate(
-        {
-            "eventId": "E0", "tenantId": "acme", "actorId": "x", "eventType": "tool_observed_event",
-            "occurredAt": NOW, "recordedAt": NOW, "summary": "synthetic", "sourceRefs": ["bench:1"],
-            "sourceTrust": "tool_result", "policyVersion": "bench",
-        }
-    )  # fmt: skip
     batch = 2000
     for start in range(0, total, batch):
         count = min(batch, total - start)
@@ -119,7 +162,7 @@ def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.G
             n = start + i
             actor = f"scope-{owner[n]}" if owner[n] >= 0 else f"other-{n % 97}"
             summary = f"report {n} on the {TOPICS[n % len(TOPICS)]}"
-            episode = template.model_copy(update={"event_id": f"E{n:08d}", "actor_id": actor, "summary": summary})
+            episode = TEMPLATE.model_copy(update={"event_id": f"E{n:08d}", "actor_id": actor, "summary": summary})
             puts.append(NewEpisode(episode, vectors[i], EMBEDDER))
         store.apply(Changes(tenant_id="acme", put=puts))
         print(f"\r  populating {start + count:,}/{total:,}", end="", file=sys.stderr, flush=True)
@@ -223,6 +266,14 @@ def main() -> int:
                 f'{total:,}: whole-tenant BM25 for "report on <topic>" (every summary says "report"): p50 '
                 f"{lexical['lexical_pruned_ms']:,.1f} ms; with every word searched "
                 f"{lexical['lexical_every_word_ms']:,.1f} ms"
+            )
+            near = measure_neighbour(store, max(3, args.queries // 5))
+            results.append({"tenant": total, **near})
+            notes.append(
+                f"{total:,}: a {NEIGHBOUR:,}-episode tenant beside it, same queries: p50 "
+                f"{near['neighbour_own_rows_ms']:,.2f} ms searching its own rows inside FTS5; "
+                f"{near['neighbour_every_tenant_ms']:,.2f} ms scoring every tenant's matching rows (before); "
+                f"{near['neighbour_alone_ms']:,.2f} ms alone in a data dir of its own"
             )
             cold = timed_first_query(store, "scope-0", rng)  # reads the vectors; starts the index aside
             t0 = time.perf_counter()

@@ -2,11 +2,14 @@
 
 from datetime import UTC, datetime
 
+from episodic.adapters.local.fts_match import tenant_token
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.model import Episode
 from episodic.ports import Changes, NewEpisode, Scope
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
+BM25 = "bm25(episodes_search, 0.0, 1.0)"
+"""The text's BM25, the tenant column weighing nothing (as ``fts_match.RANK``)."""
 WORDS = ["export", "warehouse", "alert", "gateway", "invoice", "deploy", "rollback", "latency"]
 
 
@@ -31,9 +34,9 @@ def test_given_many_matches_then_the_scope_gets_the_best_by_bm25_without_a_sort_
         (fts,) = [s for s in statements if "MATCH" in s and "ORDER BY" in s]  # not the words' counts
         plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {fts}"))
         expected = conn.execute(  # the same scope's matches, every one scored, then sorted
-            "SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.rowid = episodes_fts.rowid "
-            'WHERE episodes_fts MATCH \'"alert" OR "gateway" OR "rollback"\' AND e.actor_id = \'a1\' '
-            "ORDER BY bm25(episodes_fts), e.rowid"
+            f"SELECT e.event_id, -{BM25} FROM episodes_search JOIN episodes e ON e.rowid = episodes_search.rowid "
+            'WHERE episodes_search MATCH \'"alert" OR "gateway" OR "rollback"\' AND e.actor_id = \'a1\' '
+            f"ORDER BY {BM25}, e.rowid"
         ).fetchall()
     assert "TEMP B-TREE" not in plan and "INDEX 32" in plan  # FTS5's own ORDER BY rank
     scores = {event_id: score for event_id, score in expected}
@@ -58,8 +61,8 @@ def test_given_a_word_in_half_the_texts_or_more_then_the_search_leaves_it_out_an
         assert store.terms.informative(conn, ["meeting", "rollback", "export"]) == ["rollback"]
         pruned = store._candidates(conn, Scope(tenant_id="acme", now=NOW), "meeting rollback", None, 50, None)
         full = dict(conn.execute(
-            "SELECT e.event_id, -bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.rowid = episodes_fts.rowid "
-            "WHERE episodes_fts MATCH '\"meeting\" OR \"rollback\"'"
+            f"SELECT e.event_id, -{BM25} FROM episodes_search JOIN episodes e ON e.rowid = episodes_search.rowid "
+            "WHERE episodes_search MATCH '\"meeting\" OR \"rollback\"'"
         ).fetchall())  # fmt: skip
     found = {c.event_id: c.lexical for c in pruned.items}
     assert sorted(found) == [f"T{n:04d}" for n in range(0, 40, 10)]  # "meetings": stemmed as FTS5 reads it
@@ -78,4 +81,54 @@ def test_given_a_query_of_common_words_only_then_every_word_is_searched_as_befor
         assert store.terms.informative(conn, ["invoice", "quote"]) == ["quote"]
         got = store._candidates(conn, Scope(tenant_id="acme", now=NOW), "invoice paid", None, 10, None).items
     assert sorted(c.event_id for c in got) == ["T0000", "T0001", "T0002"]
+    store.close()
+
+
+def _tenant(store: SqliteStore, tenant: str, count: int, start: int = 0) -> None:
+    store.apply(Changes(tenant_id=tenant, put=[
+        NewEpisode(episode(n, "a0").model_copy(update={"tenant_id": tenant, "event_id": f"{tenant}-{n:05d}"}), None)
+        for n in range(start, start + count)
+    ]))  # fmt: skip
+
+
+def _searched(store: SqliteStore, tenant: str, text: str) -> tuple[list[str], dict[str, float]]:
+    """The FTS5 statements one tenant-wide search ran, and its candidates' BM25 scores."""
+    with store.reading() as conn:
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        got = store._candidates(conn, Scope(tenant_id=tenant, now=NOW), text, None, 500, None).items
+        conn.set_trace_callback(None)
+    return [s for s in statements if "MATCH" in s and "ORDER BY" in s], {c.event_id: c.lexical for c in got}
+
+
+def test_given_a_small_tenant_beside_a_large_one_then_fts5_searches_its_own_rows_with_the_same_scores(tmp_path):
+    """FTS5 scores every row holding a query word before the scope keeps the tenant's; a tenant
+    with few of the rows is searched through its tenant word instead. Same candidates, same
+    BM25: the tenant column weighs nothing in the rank."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _tenant(store, "large", 900)
+    _tenant(store, "small", 60, start=900)
+    _tenant(store, "large", 300, start=960)  # the small tenant's rows sit between the large one's
+    with store.reading() as conn:
+        assert store.terms.holds_few(conn, "small") and not store.terms.holds_few(conn, "large")
+        (limited,), small = _searched(store, "small", "alert gateway")
+    assert f'tenant : "{tenant_token("small")}" AND text :' in limited
+    unlimited = dict(store._query(
+        f"SELECT e.event_id, -{BM25} FROM episodes_search JOIN episodes e ON e.rowid = episodes_search.rowid "
+        "WHERE episodes_search MATCH 'text : (\"alert\" OR \"gateway\")' AND e.tenant_id = 'small'"
+    ))  # fmt: skip
+    assert small and small.keys() == unlimited.keys()
+    assert all(abs(small[i] - unlimited[i]) <= 1e-9 * abs(unlimited[i]) for i in small)
+    (whole,), large = _searched(store, "large", "alert gateway")
+    assert "tenant :" not in whole and large and all(i.startswith("large-") for i in large)
+    store.close()
+
+
+def test_given_a_word_that_is_some_tenants_token_then_it_is_matched_in_texts_only(tmp_path):
+    """A query word equal to a tenant's word finds no rows by their tenant column."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _tenant(store, "acme", 20)
+    with store.reading() as conn:
+        got = store._candidates(conn, Scope(tenant_id="acme", now=NOW), tenant_token("acme"), None, 50, None)
+    assert got.items == []
     store.close()

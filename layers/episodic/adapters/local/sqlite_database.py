@@ -17,8 +17,8 @@ Why erased text does not linger: every connection runs with ``secure_delete``, s
 pages are zeroed (the FTS optimise and WAL truncation after an erasure are in
 :mod:`.sqlite_writes`).
 
-The schema is created if missing and never altered in place: ``meta.schema_version``
-records the format a file was created with, so a future format can tell old files apart.
+The schema is created if missing: ``meta.schema_version`` records the format a file is in, and a
+file of an earlier format is upgraded once when it is opened (:mod:`.sqlite_upgrade`).
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from episodic.adapters.local.sqlite_group_commit import GroupCommit
+from episodic.adapters.local.sqlite_upgrade import upgrade
 from episodic.errors import StorageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -101,7 +102,8 @@ CREATE TABLE IF NOT EXISTS episode_refs (
     tenant_id TEXT NOT NULL, ref TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, ref, episode_rowid)
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS episodes_fts USING fts5 (text, tokenize = 'porter unicode61');
+-- Each episode's tenant (one word, fts_match.py) and text, under the episode's rowid.
+CREATE VIRTUAL TABLE IF NOT EXISTS episodes_search USING fts5 (tenant, text, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS reviews (
     review_id TEXT PRIMARY KEY,
     tenant_id TEXT NOT NULL,
@@ -170,6 +172,7 @@ class Database:
             self._writer.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
+            upgrade(self._writer, SCHEMA_VERSION)
 
     def _open(self) -> sqlite3.Connection:
         """A connection with the settings durability and erasure rely on. ``isolation_level=None``

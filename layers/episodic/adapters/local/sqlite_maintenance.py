@@ -91,7 +91,7 @@ class Maintenance(Database):
         ):
             texts = [(Episode.model_validate_json(doc).search_text(), rowid) for rowid, doc in rows]
             with self._transaction() as conn:
-                conn.executemany("UPDATE episodes_fts SET text = ? WHERE rowid = ?", texts)
+                conn.executemany("UPDATE episodes_search SET text = ? WHERE rowid = ?", texts)
             done, last = done + len(rows), rows[-1][0]
         with self._transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('search_text_version', ?)", (wanted,))

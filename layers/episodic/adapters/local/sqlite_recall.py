@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.local.fts_match import RANK, search
 from episodic.adapters.local.fts_terms import TermFrequencies
 from episodic.adapters.local.scope_cache import ScopeCache
 from episodic.adapters.local.sqlite_database import Database
@@ -37,13 +38,6 @@ log = logging.getLogger(__name__)
 
 QUERY_WORDS = 32
 """At most this many of a query's words are searched (and counted, :mod:`.fts_terms`)."""
-
-
-def fts_query(words: list[str]) -> str | None:
-    """A safe FTS5 query from :func:`~episodic.query.lexical_terms`' words: each quoted, OR-ed
-    (BM25 grades the rest). FTS5 has no stop-word list of its own; OpenSearch's ``english``
-    analyzer and bm25s drop theirs the same way."""
-    return " OR ".join(f'"{w}"' for w in words) or None
 
 
 class RecallReads(Database):
@@ -85,7 +79,8 @@ class RecallReads(Database):
             ).fetchall()
             return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
         words = self.terms.informative(conn, lexical_terms(query_text or "")[:QUERY_WORDS])
-        lexical = _lexical(conn, where, params, words, pool_size)
+        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id)
+        lexical = _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
         semantic: dict[str, float] = {}
         if query_vector is not None and embedder is not None:
             semantic = self._semantic(conn, scope, query_vector, pool_size, embedder)
@@ -134,7 +129,7 @@ class RecallReads(Database):
 
 
 def _lexical(
-    conn: sqlite3.Connection, where: str, params: list[Any], words: list[str], pool_size: int
+    conn: sqlite3.Connection, where: str, params: list[Any], match: str | None, pool_size: int
 ) -> dict[str, float]:
     """``{event_id: BM25}`` of the best ``pool_size`` matches in the scope (higher is better).
 
@@ -142,14 +137,14 @@ def _lexical(
     configured), FTS5 itself hands the matches over best first, so SQLite joins them to the scope
     only until ``pool_size`` pass, with no sort of its own; ordered by the ``bm25()`` function it
     joined every match and sorted them all in a temporary B-tree (~20% slower over 2,000
-    matches, more the more a query matches)."""
-    match = fts_query(words)
+    matches, more the more a query matches). The rank is :data:`~.fts_match.RANK`, the text's
+    BM25, whether or not ``match`` is limited to the tenant's rows."""
     if not match:
         return {}
     rows = conn.execute(
-        f"SELECT e.event_id, -episodes_fts.rank FROM episodes_fts JOIN episodes e "
-        f"ON e.rowid = episodes_fts.rowid WHERE episodes_fts MATCH ? AND {where} "
-        f"ORDER BY episodes_fts.rank LIMIT ?",
-        (match, *params, pool_size),
+        f"SELECT e.event_id, -episodes_search.rank FROM episodes_search JOIN episodes e "
+        f"ON e.rowid = episodes_search.rowid WHERE episodes_search MATCH ? AND episodes_search.rank MATCH ? "
+        f"AND {where} ORDER BY episodes_search.rank LIMIT ?",
+        (match, RANK, *params, pool_size),
     ).fetchall()
     return {event_id: float(score) for event_id, score in rows}

@@ -38,11 +38,11 @@ from episodic.adapters.local.sqlite_database import SCHEMA_VERSION
 from episodic.adapters.local.sqlite_governance import Governance
 from episodic.adapters.local.sqlite_maintenance import Maintenance
 from episodic.adapters.local.sqlite_reads import EpisodeReads
-from episodic.adapters.local.sqlite_recall import RecallReads, fts_query
+from episodic.adapters.local.sqlite_recall import RecallReads
 from episodic.adapters.local.sqlite_writes import EpisodeWrites
 from episodic.adapters.local.vectors import DEFAULT_ANN_THRESHOLD, VectorSearch
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore", "fts_query"]
+__all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 
 class SqliteStore(EpisodeWrites, EpisodeReads, RecallReads, Governance, Maintenance):

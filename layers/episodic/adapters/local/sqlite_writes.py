@@ -23,6 +23,7 @@ from datetime import datetime
 from functools import partial
 
 from episodic.adapters.codec import pack_vector
+from episodic.adapters.local.fts_match import tenant_token
 from episodic.adapters.local.sqlite_database import Database, micros
 from episodic.adapters.local.sqlite_governance import append_audit, close_review, insert_review
 from episodic.adapters.local.sqlite_reads import parsed
@@ -62,7 +63,10 @@ def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | 
         "INSERT OR IGNORE INTO episode_refs (tenant_id, ref, episode_rowid) VALUES (?,?,?)",
         [(episode.tenant_id, ref, rowid) for ref in episode.source_refs],
     )
-    conn.execute("INSERT INTO episodes_fts (rowid, text) VALUES (?, ?)", (rowid, episode.search_text()))
+    conn.execute(
+        "INSERT INTO episodes_search (rowid, tenant, text) VALUES (?, ?, ?)",
+        (rowid, tenant_token(episode.tenant_id), episode.search_text()),
+    )
 
 
 def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int | None:
@@ -71,7 +75,7 @@ def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int 
     if row is None:
         return None
     rowid = row[0]
-    conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM episodes_search WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
@@ -182,5 +186,5 @@ class EpisodeWrites(Database):
 
     def compact_after_erasure(self) -> None:
         with self._write_lock:
-            self._writer.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
+            self._writer.execute("INSERT INTO episodes_search (episodes_search) VALUES ('optimize')")
             self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
