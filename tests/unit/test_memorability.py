@@ -1,10 +1,12 @@
-"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.1, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.2, issue #12):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -100,6 +102,60 @@ def test_given_a_sentence_opening_with_a_possessive_name_when_judged_then_it_nam
 def test_given_a_possessive_pronoun_or_question_word_first_when_judged_then_it_is_no_name(text: str) -> None:
     verdicts = memorability.judge(text, "conversation_turn", default_classifier())
     assert all(v.why != "named_thing" for v in verdicts)
+
+
+@pytest.mark.parametrize(
+    "text", ["Sold the car.", "Dad retired.", "Got engaged!", "We're expecting!", "Kids loved the zoo.", "Went vegan."]
+)
+def test_given_a_short_turn_saying_what_happened_when_judged_then_it_is_kept_as_an_event(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" not in decision.reasons
+    assert [s.why for s in decision.sentences] == ["event"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fingers crossed!",
+        "So thrilled for you both!",
+        "User thanked the assistant.",
+        "Customer opened the chat with a greeting.",
+        "Who won?",
+        "Hope you had fun at the party!",
+        "You ran a marathon!",
+    ],
+)
+def test_given_a_feeling_a_narrated_pleasantry_a_question_or_the_listeners_news_then_it_is_no_event(
+    text: str,
+) -> None:
+    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    assert all(v.why != "event" for v in verdicts)
+
+
+SHORT_TURNS = Path(__file__).parents[1] / "evals" / "short_turns.jsonl"
+
+
+@pytest.mark.parametrize(("split", "denied_facts", "kept_chatter"), [("dev", 8, 0), ("test", 2, 1)])
+def test_given_one_line_turns_of_news_and_of_small_talk_then_the_news_is_kept(
+    split: str, denied_facts: int, kept_chatter: int
+) -> None:
+    """Whole turns of a few words ("Got engaged!", "Haha stop it."), written for this check: the
+    dev half was tuned on, the test half written before the event rule was measured on it, once
+    (policy 2026-12-02.1 denied 34 of the 50 and 24 of the 40 facts)."""
+    rows = [json.loads(line) for line in SHORT_TURNS.read_text().splitlines()]
+    rows = [r for r in rows if r["split"] == split]
+    kept = {r["text"]: memorability.memorable(memorability.judge(r["text"], "conversation_turn", default_classifier()))
+            for r in rows}  # fmt: skip
+    facts = [r["text"] for r in rows if r["label"] == "memorable"]
+    chatter = [r["text"] for r in rows if r["label"] == "chatter"]
+    denied = [t for t in facts if not kept[t]]
+    kept_small_talk = [t for t in chatter if kept[t]]
+    print(
+        f"\n{split}: {len(denied)} of {len(facts)} facts denied, {len(kept_small_talk)} of {len(chatter)} chatter kept"
+    )
+    assert len(facts) >= 40 and len(chatter) >= 30
+    assert len(denied) <= denied_facts, denied
+    assert len(kept_small_talk) <= kept_chatter, kept_small_talk
 
 
 def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is_judged() -> None:

@@ -58,11 +58,15 @@ if TYPE_CHECKING:
 # patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
 # (~20-35 ms of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
-POLICY_VERSION = "2026-12-02.1"
-"""2026-12-02.1: a sentence that opens with a capitalised possessive ("Dingle's even better")
-names a thing; 2026-12-01.3: a short first-person sentence with a time ("I'm off that whole weekend") or a
-want ("I need a night out") is a fact; 2026-12-01.2: a sensitive disclosure keeps its caller's
-class by default (named, ``sensitive`` suggested); 2026-12-01.1: memorability judged per sentence, disclosures named."""
+POLICY_VERSION = "2026-12-02.2"
+"""2026-12-02.2: a sentence that says what happened, with a verb in the past tense ("Sold the car",
+"Dad retired") or a life event ("We're expecting!"), is an event -- unless it is a question, is
+said to the listener, or narrates the conversation itself; 2026-12-02.1: a sentence that opens
+with a capitalised possessive ("Dingle's even better") names a thing; 2026-12-01.3: a short
+first-person sentence with a time ("I'm off that whole weekend") or a want ("I need a night
+out") is a fact; 2026-12-01.2: a sensitive disclosure keeps its caller's class by default
+(named, ``sensitive`` suggested); 2026-12-01.1: memorability judged per sentence, disclosures
+named."""
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""

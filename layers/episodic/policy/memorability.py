@@ -43,6 +43,41 @@ _PREFERENCE = re.compile(
     re.IGNORECASE,
 )
 """A want, a need or a dislike in the speaker's own words: "I need a night out", "we'd rather not"."""
+_PAST_EVENT = re.compile(
+    r"\b(?:got|went|gone|sold|bought|won|lost|broke|broken|quit|had|began|begun|found|left|took|made|ran|"
+    r"drove|flew|wrote|built|fell|met|paid|spent|gave|brought|caught|chose|ate|drank|saw|came|became|grew|"
+    r"sent|held|slept|woke|wore|sang|swam|rode|hurt|shut|stood|forgot|threw|tore|stole|[a-z]{2,}(?<!e)ed)\b"
+)
+"""A verb in the past tense, irregular or regular ("Sold the car", "Dad retired"): something
+happened. Matched on lower-cased content words only, so pleasantries ("missed", "excited") and
+the words of :data:`_NOT_EVENTS` never count."""
+_NOT_EVENTS = frozenset(
+    """
+    tired bored blessed obsessed pleased thrilled relieved delighted stoked chuffed amazed impressed
+    shocked confused annoyed interested worried scared stressed surprised touched honoured honored cursed
+    thanked greeted waved apologized apologised acknowledged replied responded answered asked sent
+    exchanged consisted contained expressed opened checked popped waited signed chatted laughed joked
+    smiled texted messaged wished complimented congratulated
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Past forms that say how someone feels ("thrilled") or narrate the conversation itself ("User
+thanked the assistant", "Exchanged pleasantries"), not something that happened in a life."""
+_CONVERSATION_WORDS = frozenset(
+    """
+    user users customer customers assistant agent lead greeting greetings pleasantries response reply
+    replies message messages chat conversation session emoji thumbs requests request tasks start
+    inconvenience everyone everybody someone nothing
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words of a sentence about the conversation rather than about the world: a past verb among
+only these ("Customer opened the chat") is no event."""
+_LIFE_EVENTS = frozenset(
+    """
+    engaged married pregnant expecting promoted retired graduated divorced separated hired fired
+    adopted born died widowed evicted
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words that are a life event on their own ("We're expecting!", "I'm engaged!")."""
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.IGNORECASE)
 
 PLEASANTRY_WORDS = frozenset(
@@ -62,7 +97,7 @@ PLEASANTRY_WORDS = frozenset(
     congrats congratulations jealous envious relief please rush worries worry stop typical ideas idea
     update news tell told say said know think guess mean feel feeling keep let go going off back
     out about then now still ever never again enjoy fun funny cute exciting excited tired busy
-    whole bit lot lots some any thing things whatever yikes eek hooray bravo
+    whole bit lot lots some any thing things whatever yikes eek hooray bravo fingers crossed
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 """Words a pleasantry is made of; a sentence made only of these (and names) says nothing."""
@@ -139,7 +174,24 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "first_person_statement"
     if _possessive_name(sentence):
         return "named_thing"
+    if _past_event(sentence, content):
+        return "event"
     return ""
+
+
+_ADDRESSED = re.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|ur)\b", re.IGNORECASE)
+"""A question, or words to the listener: asking what happened ("Who won?") or answering their news
+("you ran a MARATHON") says no new past event of the speaker's own."""
+
+
+def _past_event(sentence: str, content: list[str]) -> bool:
+    """A past-tense verb and, beside it, a word about the world rather than the conversation, in a
+    sentence that is neither a question nor said about the listener."""
+    if _ADDRESSED.search(sentence):
+        return False
+    lowered = [w.lower() for w in content]
+    verbs = [w for w in lowered if w not in _NOT_EVENTS and _PAST_EVENT.fullmatch(w)]
+    return bool(verbs) and any(w not in _CONVERSATION_WORDS and w != verbs[0] for w in lowered)
 
 
 _NOT_NAMES = frozenset(
@@ -166,11 +218,13 @@ def _possessive_name(sentence: str) -> bool:
 
 def _short_personal_fact(sentence: str) -> str:
     """Few words can still be a fact about the speaker: where they will be when ("I'm off that
-    whole weekend") or what they want ("I need a night out")."""
+    whole weekend"), what they want ("I need a night out") or a life event ("We're expecting!")."""
     if _FIRST_PERSON.search(sentence) and _TIME.search(sentence):
         return "time"
     if _PREFERENCE.search(sentence):
         return "preference"
+    if any(w.lower() in _LIFE_EVENTS for w in _WORD.findall(sentence)):
+        return "event"
     return ""
 
 
