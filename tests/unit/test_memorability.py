@@ -123,6 +123,7 @@ def test_given_a_short_turn_saying_what_happened_when_judged_then_it_is_kept_as_
         "Who won?",
         "Hope you had fun at the party!",
         "You ran a marathon!",
+        "Are you engaged?!",
     ],
 )
 def test_given_a_feeling_a_narrated_pleasantry_a_question_or_the_listeners_news_then_it_is_no_event(

@@ -223,7 +223,7 @@ def _short_personal_fact(sentence: str) -> str:
         return "time"
     if _PREFERENCE.search(sentence):
         return "preference"
-    if any(w.lower() in _LIFE_EVENTS for w in _WORD.findall(sentence)):
+    if not _ADDRESSED.search(sentence) and any(w.lower() in _LIFE_EVENTS for w in _WORD.findall(sentence)):
         return "event"
     return ""
 
