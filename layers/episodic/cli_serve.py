@@ -52,6 +52,10 @@ def serve(args: argparse.Namespace) -> int:
     if args.workers > 1:  # each process's model gets its share of the cores, not all of them each
         os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
     _stop_on_sigterm()  # before the fork: the worker processes inherit it
+    if args.backend == "local":
+        from episodic.adapters.local.bootstrap import prepare_data_dir
+
+        prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
     first, children = fork_workers(args.workers)  # before any thread starts or the model loads
     try:
         with _backend(args.backend, settings) as (service, where):

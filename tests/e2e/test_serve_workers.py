@@ -113,3 +113,31 @@ def test_given_two_workers_when_the_server_gets_sigterm_then_every_process_close
             server.wait(timeout=30)
     assert not alive(worker), "the worker outlived the server"
     assert not (data / "episodic.db-wal").exists(), "a process ended without closing its store"
+
+
+def test_given_a_schema_one_data_dir_when_served_by_two_workers_then_it_is_upgraded_once_and_both_answer(tmp_path):
+    from tests.support.schema_one import schema_one
+
+    data = tmp_path / "d"
+    data.mkdir()
+    schema_one(data / "episodic.db")
+    port = free_port()
+    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
+    command = [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--port", str(port),
+               "--data-dir", str(data)]  # fmt: skip
+    server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(server, base)
+        with ThreadPoolExecutor(4) as pool:  # the kernel hands the connections to either process
+
+            def recall(_: int) -> int:
+                with Client(base, AGENT) as agent:
+                    return len(agent.recall("invoice overdue", limit=50).items)
+
+            found = list(pool.map(recall, range(8)))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, log = server.communicate(timeout=60)
+    assert found == [30] * 8
+    assert log.count("upgrading the full-text index of 60 episodes") == 1, log

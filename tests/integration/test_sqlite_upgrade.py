@@ -2,47 +2,16 @@
 atomically, and recall answers as before."""
 
 import sqlite3
-from datetime import UTC, datetime
 
 import pytest
 
 from episodic.adapters.local import sqlite_upgrade
+from episodic.adapters.local.bootstrap import prepare_data_dir
 from episodic.adapters.local.fts_match import tenant_token
 from episodic.adapters.local.sqlite_store import SCHEMA_VERSION, SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode, Scope
-
-NOW = datetime(2026, 11, 20, tzinfo=UTC)
-
-
-def episode(tenant: str, n: int, summary: str) -> Episode:
-    return Episode.model_validate(
-        {"eventType": "tool_observed_event", "actorId": "a0", "tenantId": tenant, "eventId": f"E{n:04d}",
-         "occurredAt": NOW, "recordedAt": NOW, "policyVersion": "v", "summary": summary,
-         "sourceRefs": ["t:1"], "sourceTrust": "tool_result"}
-    )  # fmt: skip
-
-
-def schema_one(path) -> dict[int, tuple[str, str]]:
-    """A data dir as schema 1 left it: the same episodes, their texts in ``episodes_fts`` alone.
-    Returns each row's tenant and text."""
-    store = SqliteStore(path)
-    for tenant, words in (("acme", "invoice overdue"), ("globex", "invoice paid")):
-        puts = [NewEpisode(episode(tenant, n, f"{words} {n}"), None) for n in range(30)]
-        store.apply(Changes(tenant_id=tenant, put=puts))
-    store.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    rows = conn.execute(
-        "SELECT s.rowid, e.tenant_id, s.text FROM episodes_search s JOIN episodes e ON e.rowid = s.rowid"
-    )
-    before = {rowid: (tenant, text) for rowid, tenant, text in rows}
-    conn.executescript(
-        "BEGIN; CREATE VIRTUAL TABLE episodes_fts USING fts5 (text, tokenize = 'porter unicode61');"
-        "INSERT INTO episodes_fts (rowid, text) SELECT rowid, text FROM episodes_search;"
-        "DROP TABLE episodes_search; UPDATE meta SET value = '1' WHERE key = 'schema_version'; COMMIT;"
-    )
-    conn.close()
-    return before
+from episodic.ports import Scope
+from episodic.settings import Settings
+from tests.support.schema_one import NOW, schema_one
 
 
 def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_and_recall_answers(tmp_path):
@@ -90,3 +59,21 @@ def test_given_an_upgrade_that_fails_part_way_then_the_old_table_is_whole_and_th
     with store.reading() as conn:
         assert conn.execute("SELECT count(*) FROM episodes_search").fetchone() == (len(before),)
     store.close()
+
+
+def test_given_a_schema_one_data_dir_when_prepared_for_serving_then_it_is_upgraded_before_any_store_opens(tmp_path):
+    """``episodic serve`` prepares the data dir before it forks its workers: the upgrade runs
+    there, once, and every worker then opens a file of this version."""
+    data = tmp_path / "data"
+    data.mkdir()
+    schema_one(data / "episodic.db")
+    assert prepare_data_dir(Settings(data_dir=data)) == (data / "episodic.db").resolve()
+    conn = sqlite3.connect(data / "episodic.db")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'episodes_fts'").fetchone() is None
+    conn.close()
+
+
+def test_given_no_data_dir_when_prepared_then_it_is_created_owner_only_with_an_empty_database(tmp_path):
+    path = prepare_data_dir(Settings(data_dir=tmp_path / "new" / "data"))
+    assert path.exists() and (path.parent.stat().st_mode & 0o777) == 0o700

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from episodic.adapters.local.archive import FolderArchive
 from episodic.adapters.local.embedder import MiniLMEmbedder
 from episodic.adapters.local.notifier import LogReviewNotifier
+from episodic.adapters.local.sqlite_database import Database
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.adapters.local.summariser import ExtractiveSummariser
 from episodic.ports import Clock, Embedder
@@ -12,12 +15,27 @@ from episodic.service import MemoryService
 from episodic.settings import Settings
 
 
-def build_local_service(
-    settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
-) -> MemoryService:
+def prepare_data_dir(settings: Settings) -> Path:
+    """The database's path in the data dir, created owner-only if missing, with the database
+    created or upgraded to this version's schema (:mod:`.sqlite_upgrade`). ``episodic serve``
+    calls it before forking its workers, so an upgrade runs once, in one process, and no worker
+    waits on another's at its start."""
+    path = _data_dir(settings) / "episodic.db"
+    Database(path).close()
+    return path
+
+
+def _data_dir(settings: Settings) -> Path:
     data_dir = settings.data_dir.expanduser().resolve()
     if not data_dir.exists():
         data_dir.mkdir(parents=True, mode=0o700)  # memories are private: owner-only from the start
+    return data_dir
+
+
+def build_local_service(
+    settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
+) -> MemoryService:
+    data_dir = _data_dir(settings)
     embedder = embedder or MiniLMEmbedder()
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
     return MemoryService(

@@ -1,0 +1,46 @@
+"""A data dir as schema 1 left it (before 2026-12-02): full-text rows in ``episodes_fts``, text
+only, no tenant word. Built from this version's store and taken back, so the episodes themselves
+are written exactly as they are today."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.model import Episode
+from episodic.ports import Changes, NewEpisode
+
+NOW = datetime(2026, 11, 20, tzinfo=UTC)
+TENANTS = (("acme", "invoice overdue"), ("globex", "invoice paid"))
+"""Two tenants of 30 episodes each, their summaries "<words> <n>"."""
+
+
+def episode(tenant: str, n: int, summary: str) -> Episode:
+    return Episode.model_validate(
+        {"eventType": "tool_observed_event", "actorId": "a0", "tenantId": tenant, "eventId": f"E{n:04d}",
+         "occurredAt": NOW, "recordedAt": NOW, "policyVersion": "v", "summary": summary,
+         "sourceRefs": ["t:1"], "sourceTrust": "tool_result"}
+    )  # fmt: skip
+
+
+def schema_one(path: Path) -> dict[int, tuple[str, str]]:
+    """Write the two tenants' episodes into a schema-1 file at ``path``; each row's tenant and text."""
+    store = SqliteStore(path)
+    for tenant, words in TENANTS:
+        puts = [NewEpisode(episode(tenant, n, f"{words} {n}"), None) for n in range(30)]
+        store.apply(Changes(tenant_id=tenant, put=puts))
+    store.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    rows = conn.execute(
+        "SELECT s.rowid, e.tenant_id, s.text FROM episodes_search s JOIN episodes e ON e.rowid = s.rowid"
+    )
+    before = {rowid: (tenant, text) for rowid, tenant, text in rows}
+    conn.executescript(
+        "BEGIN; CREATE VIRTUAL TABLE episodes_fts USING fts5 (text, tokenize = 'porter unicode61');"
+        "INSERT INTO episodes_fts (rowid, text) SELECT rowid, text FROM episodes_search;"
+        "DROP TABLE episodes_search; UPDATE meta SET value = '1' WHERE key = 'schema_version'; COMMIT;"
+    )
+    conn.close()
+    return before
