@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from episodic.adapters.aws.on_laptop import FAKE_CREDENTIALS, aws_on_laptop
 from episodic.client import ApiError, Client
 from episodic.model import Caller, EpisodeProposal, Role
 from episodic.settings import Settings
-from tests.support.processes import free_port, wait_healthy
+from tests.support.processes import free_port, start_serve, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = "aws-local-agent-token-1"
@@ -30,10 +29,8 @@ def episode(summary: str) -> dict[str, object]:
 
 def test_given_aws_local_when_served_then_an_agent_writes_recalls_and_erases_over_the_aws_code(tmp_path):
     port = free_port()
-    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--backend", "aws-local", "--port", str(port),
-               "--data-dir", str(tmp_path)]  # fmt: skip
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    tokens = f"{AGENT}=acme:agent"
+    process = start_serve(port, tmp_path, "--backend", "aws-local", tokens=tokens, stdout=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
         health = wait_healthy(process, base)

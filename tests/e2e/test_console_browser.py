@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -22,7 +20,7 @@ import httpx
 import pytest
 
 from episodic.client import ApiError, Client
-from tests.support.processes import free_port, wait_healthy
+from tests.support.processes import free_port, start_serve, wait_healthy
 
 CHROMIUM = Path("/usr/bin/chromium")
 AGENT = "console-agent-token-0001"
@@ -39,13 +37,12 @@ pytestmark = pytest.mark.skipif(
 def served(tmp_path) -> Iterator[str]:
     """``episodic serve`` as a user runs it, with three tokens: two tenants' agents, one operator."""
     port = free_port()
-    env = {
-        **os.environ,
-        "EPISODIC_TOKENS": f"{AGENT}=acme:agent,{OPERATOR}=acme:operator,{OTHER_AGENT}=globex:agent",
-        "EPISODIC_SWEEP_INTERVAL_SECONDS": "1",  # expiry happens while the test watches
-    }
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(tmp_path / "d")]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = start_serve(
+        port,
+        tmp_path / "d",
+        tokens=f"{AGENT}=acme:agent,{OPERATOR}=acme:operator,{OTHER_AGENT}=globex:agent",
+        settings={"EPISODIC_SWEEP_INTERVAL_SECONDS": "1"},  # expiry happens while the test watches
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(process, base)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from episodic.client import Client
-from tests.support.processes import free_port, wait_healthy
+from tests.support.processes import free_port, start_serve, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = "workers-agent-token-0001"
@@ -41,10 +41,7 @@ def test_given_two_workers_when_agents_write_at_once_then_every_write_lands_once
     tmp_path,
 ):
     port = free_port()
-    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--port", str(port),
-               "--data-dir", str(tmp_path / "d")]  # fmt: skip
-    server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_serve(port, tmp_path / "d", "--workers", "2", tokens=f"{AGENT}=acme:agent")
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(server, base)
@@ -89,10 +86,7 @@ def test_given_two_workers_when_the_server_gets_sigterm_then_every_process_close
     its store on it: the last SQLite connection to close checkpoints the log and removes
     ``episodic.db-wal``, which a process ended mid-flight leaves behind."""
     port, data = free_port(), tmp_path / "d"
-    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--port", str(port),
-               "--data-dir", str(data)]  # fmt: skip
-    server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_serve(port, data, "--workers", "2", tokens=f"{AGENT}=acme:agent")
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(server, base)
@@ -122,10 +116,7 @@ def test_given_a_schema_one_data_dir_when_served_by_two_workers_then_it_is_upgra
     data.mkdir()
     schema_one(data / "episodic.db")
     port = free_port()
-    env = {**os.environ, "EPISODIC_TOKENS": f"{AGENT}=acme:agent"}
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--port", str(port),
-               "--data-dir", str(data)]  # fmt: skip
-    server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = start_serve(port, data, "--workers", "2", tokens=f"{AGENT}=acme:agent", stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(server, base)

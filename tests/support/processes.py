@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -38,6 +39,23 @@ def wait_healthy(process: subprocess.Popen, base: str, seconds: float = 120) -> 
 
 
 ROOT = Path(__file__).parents[2]
+
+
+def start_serve(
+    port: int,
+    data: Path,
+    *options: str,
+    tokens: str,
+    settings: dict[str, str] | None = None,
+    stdout: Any = subprocess.DEVNULL,
+    stderr: Any = subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """``episodic serve`` as its own process on ``port`` over the data dir ``data``, with
+    ``EPISODIC_TOKENS=tokens``, any further ``EPISODIC_*`` ``settings`` and command-line
+    ``options`` (``--workers``, ``--backend``)."""
+    command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data), *options]
+    env = {**os.environ, **(settings or {}), "EPISODIC_TOKENS": tokens}
+    return subprocess.Popen(command, env=env, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
 
 
 def kill_when(script: str, args: Sequence[str], enough: Callable[[list[str]], bool]) -> list[str]:

@@ -46,7 +46,7 @@ _PREFERENCE = re.compile(
 _PAST_EVENT = re.compile(
     r"\b(?:got|went|gone|sold|bought|won|lost|broke|broken|quit|had|began|begun|found|left|took|made|ran|"
     r"drove|flew|wrote|built|fell|met|paid|spent|gave|brought|caught|chose|ate|drank|saw|came|became|grew|"
-    r"sent|held|slept|woke|wore|sang|swam|rode|hurt|shut|stood|forgot|threw|tore|stole|[a-z]{2,}(?<!e)ed)\b"
+    r"held|slept|woke|wore|sang|swam|rode|hurt|shut|stood|forgot|threw|tore|stole|[a-z]{2,}(?<!e)ed)\b"
 )
 """A verb in the past tense, irregular or regular ("Sold the car", "Dad retired"): something
 happened. Matched on lower-cased content words only, so pleasantries ("missed", "excited") and
@@ -140,7 +140,7 @@ def _judge_sentence(index: int, sentence: str, event_type: str, classifier: Chat
     if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
         if not content:
             return SentenceVerdict(index, "chatter", "pleasantry")
-        short = _short_personal_fact(sentence)
+        short = _short_personal_fact(sentence, words)
         return (
             SentenceVerdict(index, "memorable", short)
             if short
@@ -216,14 +216,14 @@ def _possessive_name(sentence: str) -> bool:
     return opening is not None and opening.group(1).lower() not in _NOT_NAMES
 
 
-def _short_personal_fact(sentence: str) -> str:
+def _short_personal_fact(sentence: str, words: list[str]) -> str:
     """Few words can still be a fact about the speaker: where they will be when ("I'm off that
     whole weekend"), what they want ("I need a night out") or a life event ("We're expecting!")."""
     if _FIRST_PERSON.search(sentence) and _TIME.search(sentence):
         return "time"
     if _PREFERENCE.search(sentence):
         return "preference"
-    if not _ADDRESSED.search(sentence) and any(w.lower() in _LIFE_EVENTS for w in _WORD.findall(sentence)):
+    if not _ADDRESSED.search(sentence) and any(w.lower() in _LIFE_EVENTS for w in words):
         return "event"
     return ""
 
