@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from episodic.model import Confidence, Episode, RecallItem, ScoreComponents, SourceTrust
+from episodic.model import Confidence, Episode, EventType, RecallItem, ScoreComponents, SourceTrust
 
 TRUST_SCORES: Mapping[SourceTrust, float] = {
     SourceTrust.OPERATOR_ENTERED: 1.0,
@@ -60,6 +60,11 @@ class RankingWeights:
     "lol" is the best BM25 score of its pool, and would otherwise pass. Cosines are on each
     model's own scale, so the floor comes from the embedder (``evidence_floor``; see
     :class:`~episodic.adapters.local.embedder.MiniLMEmbedder`) or from settings."""
+    question_share: float = 0.9
+    """Share of its relevance a question turn keeps: a question asks, it rarely tells, and it
+    matches the questions asked of the memory best (see :mod:`episodic.usecases.replies`)."""
+    reply_share: float = 0.95
+    """A question turn's reply is at least this share of the question's relevance."""
 
     def effective(self, has_query: bool) -> dict[str, float]:
         raw = {
@@ -101,6 +106,7 @@ class Ranker:
         limit: int,
         semantic: bool = True,
         widened: Iterable[Candidate] | None = None,
+        replies: Mapping[str, str] | None = None,
     ) -> list[RecallItem]:
         """The best ``limit`` of ``candidates`` (those in ``episodes``), scored and explained.
 
@@ -111,19 +117,24 @@ class Ranker:
         ``widened`` are the candidates of a second round (the query widened by the names its
         best answers mention): each episode's relevance is then the mean of its relevance to
         the query and to the widened query, both reported, and it is evidence if either
-        round's meaning passes the floor."""
-        first = self._relevance([c for c in candidates if c.event_id in episodes], semantic)
-        second = None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic)
+        round's meaning passes the floor.
+
+        ``replies`` maps a reply turn's id to the question turn it answers (both in
+        ``episodes``): a reply is at least ``reply_share`` as relevant as its question (it must
+        still pass the floor on meaning by itself: a reply about something else is no evidence);
+        a question turn keeps ``question_share`` of its own relevance."""
+        rounds = _Rounds(
+            self._relevance([c for c in candidates if c.event_id in episodes], semantic),
+            None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic),
+        )
+        replies = {r: q for r, q in (replies or {}).items() if r in episodes and q in episodes}
         weights = self.weights.effective(has_query)
-        compared = any(meaning for _, _, meaning in first.values())  # else no floor on meaning
+        compared = any(meaning for _, _, meaning in rounds.first.values())  # else no floor on meaning
         scored = []
-        for event_id in dict.fromkeys([*first, *(second or {})]):
+        for event_id in dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]):
             episode = episodes[event_id]
-            relevance, lexical, own_meaning = first.get(event_id, (0.0, 0.0, 0.0))
-            meaning, again = own_meaning, None
-            if second is not None:
-                again, _, meaning_again = second.get(event_id, (0.0, 0.0, 0.0))
-                relevance, meaning = (relevance + again) / 2, max(meaning, meaning_again)
+            relevance, lexical, own_meaning, meaning, again = rounds.of(event_id)
+            relevance, asked = self._in_conversation(episode, relevance, replies.get(event_id), rounds)
             if not has_query:
                 relevance = 0.0
             elif not self._is_evidence(relevance, meaning, compared):
@@ -136,10 +147,34 @@ class Ranker:
                 "confidence": CONFIDENCE_SCORES[episode.confidence],
             }
             score = round(sum(weights[k] * v for k, v in parts.items()), 6)
-            scored.append((score, episode, parts, lexical, own_meaning, again))
+            scored.append((score, episode, parts, lexical, own_meaning, again, asked))
         scored.sort(key=lambda s: (-s[0], -s[1].occurred_at.timestamp(), s[1].event_id))
         # Only the items served are built and validated (a pool holds hundreds of candidates).
         return [_served(*entry, weights) for entry in scored[:limit]]
+
+    def _in_conversation(
+        self, episode: Episode, relevance: float, question: str | None, rounds: _Rounds
+    ) -> tuple[float, str | None]:
+        """A turn's relevance once questions and answers are weighed: a question turn keeps its
+        share; a reply takes its question's share when that is more. Also the question it
+        answers when that decided (reported as ``repliesTo``)."""
+        if is_question(episode):
+            relevance *= self.weights.question_share
+        if question is not None:
+            inherited = self.weights.reply_share * rounds.of(question)[0]
+            if inherited > relevance:
+                return inherited, question
+        return relevance, None
+
+    def questions(
+        self, candidates: Iterable[Candidate], episodes: Mapping[str, Episode], semantic: bool, limit: int
+    ) -> list[Episode]:
+        """The ``limit`` question turns of ``episodes`` most relevant to the query: those whose
+        replies are worth looking up (:mod:`episodic.usecases.replies`)."""
+        relevance = self._relevance([c for c in candidates if c.event_id in episodes], semantic)
+        asking = [event_id for event_id in relevance if is_question(episodes[event_id])]
+        asking.sort(key=lambda event_id: -relevance[event_id][0])
+        return [episodes[event_id] for event_id in asking[:limit]]
 
     def _relevance(self, pool: list[Candidate], semantic: bool) -> dict[str, tuple[float, float, float]]:
         """``{event_id: (relevance, lexical, semantic)}``: BM25 normalised by the pool's best,
@@ -161,6 +196,29 @@ class Ranker:
         return not semantic or meaning >= self.weights.min_semantic
 
 
+def is_question(episode: Episode) -> bool:
+    """A conversation turn that ends by asking (``?``): it asks more than it tells."""
+    return episode.event_type is EventType.CONVERSATION_TURN and episode.summary.rstrip().endswith("?")
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """Each candidate's ``(relevance, lexical, semantic)`` in the first round and, when one ran,
+    the second (widened) one."""
+
+    first: dict[str, tuple[float, float, float]]
+    second: dict[str, tuple[float, float, float]] | None
+
+    def of(self, event_id: str) -> tuple[float, float, float, float, float | None]:
+        """``(relevance, lexical, own semantic, best semantic, widened relevance)``: relevance is
+        the mean of both rounds when a second ran; an episode a round did not find scores 0."""
+        relevance, lexical, meaning = self.first.get(event_id, (0.0, 0.0, 0.0))
+        if self.second is None:
+            return relevance, lexical, meaning, meaning, None
+        again, _, meaning_again = self.second.get(event_id, (0.0, 0.0, 0.0))
+        return (relevance + again) / 2, lexical, meaning, max(meaning, meaning_again), again
+
+
 def _served(
     score: float,
     episode: Episode,
@@ -168,6 +226,7 @@ def _served(
     lexical: float,
     semantic: float,
     widened: float | None,
+    replies_to: str | None,
     weights: dict[str, float],
 ) -> RecallItem:
     """One ranked item with its score explained (components rounded as reported)."""
@@ -175,6 +234,7 @@ def _served(
         lexical=round(lexical, 6),
         semantic=round(semantic, 6),
         widened=None if widened is None else round(widened, 6),
+        replies_to=replies_to,
         weights=weights,
         **{k: round(v, 6) for k, v in parts.items()},
     )

@@ -106,3 +106,47 @@ def test_given_settings_without_a_floor_when_weights_are_made_then_the_embedder_
     assert Settings().ranking_weights(CalibratedDouble()).min_semantic == 0.4
     assert Settings().ranking_weights(object()).min_semantic == 0.0
     assert Settings(min_semantic=0.1).ranking_weights(CalibratedDouble()).min_semantic == 0.1
+
+
+def _turn(event_id: str, summary: str, actor: str) -> Episode:
+    return episode(event_id, 1, eventType="conversation_turn", sessionId="s-1", summary=summary, actorId=actor)
+
+
+def test_given_a_question_turn_and_its_reply_when_ranked_then_the_reply_takes_its_share_and_says_why():
+    eps = {
+        "q": _turn("q", "So you're leaving the garden centre for good?", "corinne"),
+        "r": _turn("r", "Yep, handing my notice in tomorrow", "dana"),
+    }
+    weights = RankingWeights(min_semantic=0.1)
+    cands = [Candidate("q", lexical=4.0, semantic=0.7), Candidate("r", lexical=0.0, semantic=0.3)]
+    items = {i.episode.event_id: i for i in Ranker(weights).rank(cands, eps, NOW, True, 10, replies={"r": "q"})}
+    own = weights.semantic_share * 0.7 + (1 - weights.semantic_share) * 1.0
+    assert items["q"].components.relevance == round(weights.question_share * own, 6)
+    assert items["r"].components.relevance == round(weights.reply_share * own, 6)
+    assert items["r"].components.replies_to == "q" and items["q"].components.replies_to is None
+    assert items["r"].components.semantic == 0.3  # its own signals are still shown
+    # Without the pairing, the question keeps its share and the reply its own relevance.
+    alone = {i.episode.event_id: i for i in Ranker(weights).rank(cands, eps, NOW, True, 10)}
+    assert alone["r"].components.relevance == round(weights.semantic_share * 0.3, 6)
+    assert alone["r"].components.replies_to is None
+
+
+def test_given_a_reply_whose_own_meaning_is_below_the_floor_when_ranked_then_its_question_does_not_carry_it():
+    eps = {"q": _turn("q", "How was Lisbon?", "corinne"), "r": _turn("r", "lol same", "dana")}
+    cands = [Candidate("q", lexical=4.0, semantic=0.7), Candidate("r", lexical=0.0, semantic=0.05)]
+    items = Ranker(RankingWeights(min_semantic=0.1)).rank(cands, eps, NOW, True, 10, replies={"r": "q"})
+    assert [i.episode.event_id for i in items] == ["q"]
+
+
+def test_given_a_reply_more_relevant_than_its_question_when_ranked_then_its_own_relevance_stands():
+    eps = {"q": _turn("q", "Any news?", "corinne"), "r": _turn("r", "I got the job at the glasshouses", "dana")}
+    cands = [Candidate("q", lexical=0.5, semantic=0.2), Candidate("r", lexical=4.0, semantic=0.8)]
+    items = {i.episode.event_id: i for i in Ranker().rank(cands, eps, NOW, True, 10, replies={"r": "q"})}
+    assert items["r"].components.replies_to is None
+    assert items["r"].components.relevance == round(RankingWeights().semantic_share * 0.8 + 0.15, 6)
+
+
+def test_given_a_question_that_is_not_a_turn_when_ranked_then_it_keeps_all_its_relevance():
+    eps = {"e": episode("e", 1, summary="Should invoices go out as PDF?")}
+    item = Ranker().rank([Candidate("e", lexical=1.0, semantic=1.0)], eps, NOW, True, 10)[0]
+    assert item.components.relevance == 1.0

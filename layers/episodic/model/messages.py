@@ -155,6 +155,9 @@ class ScoreComponents(CamelModel):
     widened: float | None = None
     """Relevance to the widened query of a second round, when one ran (``relevance`` is then the
     mean of this and the first round's mix of ``lexical`` and ``semantic``)."""
+    replies_to: str | None = None
+    """The question turn this turn answers, when the relevance it inherited from that question
+    (a share of it) beat its own; a question turn's own relevance counts at a share too."""
     recency: float
     importance: float
     trust: float

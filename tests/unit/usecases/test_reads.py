@@ -237,3 +237,34 @@ def test_given_a_question_needing_two_facts_when_recalled_then_a_second_round_fo
     assert two[kitchen.event_id].relevance < one[kitchen.event_id].relevance
     for event_id, parts in two.items():
         assert parts.relevance == pytest.approx((one[event_id].relevance + parts.widened) / 2, abs=1e-5)
+
+
+def test_given_a_question_turn_when_recalled_then_its_reply_is_found_and_says_what_it_answers(writes, reads):
+    asked = _turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
+    reply = _turn(writes, "Yep, handing my notice in tomorrow, four years of it", 1, actorId="dana")
+    _turn(writes, "Four years of selling compost to grumpy men on Sundays", 2, actorId="dana", session="s-2")
+
+    found = {i.episode.event_id: i for i in reads.recall(AGENT, RecallRequest(query="garden centre leaving")).items}
+    assert found[reply].components.replies_to == asked
+    assert found[reply].components.relevance > 0 and found[asked].components.replies_to is None
+    # Only the next turn of the question's own session is its reply.
+    assert all(i.components.replies_to is None for k, i in found.items() if k != reply)
+
+
+def test_given_a_reply_the_recall_may_not_see_when_recalled_then_it_is_not_found_through_its_question(writes, reads):
+    _turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
+    private = _turn(writes, "Yes, and my therapist thinks it will help", 1, actorId="dana", privacyClass="private")
+
+    unscoped = reads.recall(AGENT, RecallRequest(query="garden centre leaving"))
+    scoped_to_the_asker = reads.recall(AGENT, RecallRequest(query="garden centre leaving", actor_id="corinne"))
+
+    for response in (unscoped, scoped_to_the_asker):
+        assert private not in {i.episode.event_id for i in response.items}
+        assert all(i.components.replies_to is None for i in response.items)
+
+
+def test_given_a_question_followed_by_its_own_speaker_when_recalled_then_that_turn_is_no_reply(writes, reads):
+    _turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
+    more = _turn(writes, "Mum said you start at the glasshouses in April", 1, actorId="corinne")
+    found = {i.episode.event_id: i for i in reads.recall(AGENT, RecallRequest(query="garden centre leaving")).items}
+    assert more not in found or found[more].components.replies_to is None

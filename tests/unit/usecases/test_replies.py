@@ -1,0 +1,67 @@
+"""The reply to a question turn (episodic.usecases.replies): the next turn of its session, when
+another speaker says it, read under the recall's own scope."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from episodic.usecases.reads import scope_for
+from episodic.usecases.replies import replies_to, shifted
+from tests.support.factories import AGENT, proposal
+
+START = datetime(2026, 11, 28, 9, tzinfo=UTC)
+
+
+def _turn(writes, store, summary, actor, minute=0, session="s-1", **extra):
+    result = writes.remember(
+        AGENT,
+        proposal(
+            eventType="conversation_turn",
+            sessionId=session,
+            summary=summary,
+            actorId=actor,
+            occurredAt=(START + timedelta(minutes=minute)).isoformat(),
+            **extra,
+        ),
+    )
+    assert result.decision == "allow", result.reasons
+    return store.get(AGENT.tenant_id, result.event_id)
+
+
+def test_given_turns_at_one_time_when_a_reply_is_looked_up_then_the_write_order_decides(writes, store, clock):
+    # A harness may date every turn of a session with the session's date.
+    asked = _turn(writes, store, "Are you still moving to Lisbon on 22 April?", "aga")
+    other_session = _turn(writes, store, "The roaster arrives on Friday", "rafael", session="s-2")
+    reply = _turn(writes, store, "Yes, the relocation company found us a flat in Alfama", "rafael")
+    later = _turn(writes, store, "Then I will visit you in Lisbon in May", "aga")
+
+    scope = scope_for(AGENT, clock.now())
+    found = replies_to(store, scope, [asked, later])
+    assert {k: v.event_id for k, v in found.items()} == {asked.event_id: reply.event_id}  # later: nothing after it
+    assert replies_to(store, scope, [other_session]) == {}  # alone in its session
+
+
+def test_given_a_reply_outside_the_scope_when_looked_up_then_none_is_found(writes, store, clock):
+    asked = _turn(writes, store, "Are you still moving to Lisbon on 22 April?", "aga")
+    _turn(writes, store, "Yes, and the new job pays off my card debt", "rafael", minute=1, privacyClass="private")
+
+    assert replies_to(store, scope_for(AGENT, clock.now()), [asked]) == {}  # private needs its actor
+    assert replies_to(store, scope_for(AGENT, clock.now(), actor_id="aga"), [asked]) == {}
+    found = replies_to(store, scope_for(AGENT, clock.now(), actor_id="rafael"), [asked])
+    assert found == {}  # the question itself is outside a scope of Rafael's turns: no order to follow
+
+
+def test_given_a_reply_after_the_window_or_the_scope_when_looked_up_then_none_is_found(writes, store, clock):
+    asked = _turn(writes, store, "Are you still moving to Lisbon on 22 April?", "aga")
+    _turn(writes, store, "Yes, the relocation company found us a flat in Alfama", "rafael", minute=61)
+    assert replies_to(store, scope_for(AGENT, clock.now()), [asked]) == {}
+    inside = _turn(writes, store, "Sorry, yes, from the 22nd", "rafael", minute=30)
+    assert replies_to(store, scope_for(AGENT, clock.now()), [asked])[asked.event_id].event_id == inside.event_id
+    early = scope_for(AGENT, clock.now(), occurred_before=START + timedelta(minutes=10))
+    assert replies_to(store, early, [asked]) == {}
+
+
+def test_given_the_calendars_ends_when_shifted_then_the_moment_is_held_there():
+    last = datetime.max.replace(tzinfo=UTC) - timedelta(minutes=30)
+    assert shifted(last, timedelta(hours=1)) == datetime.max.replace(tzinfo=UTC)
+    assert shifted(datetime.min.replace(tzinfo=UTC), -timedelta(hours=1)) == datetime.min.replace(tzinfo=UTC)
