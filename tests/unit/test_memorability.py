@@ -1,4 +1,4 @@
-"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.2, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.3, issue #12):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 
@@ -136,7 +136,7 @@ def test_given_a_feeling_a_narrated_pleasantry_a_question_or_the_listeners_news_
 SHORT_TURNS = Path(__file__).parents[1] / "evals" / "short_turns.jsonl"
 
 
-@pytest.mark.parametrize(("split", "denied_facts", "kept_chatter"), [("dev", 8, 0), ("test", 2, 1)])
+@pytest.mark.parametrize(("split", "denied_facts", "kept_chatter"), [("dev", 7, 0), ("test", 2, 1)])
 def test_given_one_line_turns_of_news_and_of_small_talk_then_the_news_is_kept(
     split: str, denied_facts: int, kept_chatter: int
 ) -> None:

@@ -88,7 +88,7 @@ PLEASANTRY_WORDS = frozenset(
     awesome amazing lovely wonderful fantastic brilliant perfect sweet wow omg oh ah aw aww ooh oof ugh
     hmm haha hahaha lol lmao rofl hehe ha yay woo woohoo sorry miss missed long time see hear how what
     hows whats how's what's going up new doing been you your u ur doin are is it was all well too so
-    very really much just totally absolutely definitely course indeed same love glad happy sounds sound
+    very really much just totally absolutely definitely indeed same love glad happy sounds sound
     like hope day weekend week care take have a the an and to of for with that this there here i me my
     we our it its in on at be do did does can could would will that's it's there's i'm you're we're
     they're he's she's don't can't won't didn't isn't wasn't i'll you'll we'll let's he she they them
@@ -101,6 +101,9 @@ PLEASANTRY_WORDS = frozenset(
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 """Words a pleasantry is made of; a sentence made only of these (and names) says nothing."""
+
+_PLEASANTRY_AFTER = {"course": "of"}
+"""Words that are a pleasantry only after another ("of course"), not alone ("the course")."""
 
 MIN_CONTENT_WORDS = 2
 """Content words (outside the pleasantry vocabulary) a sentence needs before it can be a fact."""
@@ -136,7 +139,7 @@ def _judge_sentence(index: int, sentence: str, event_type: str, classifier: Chat
     if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
         sentence = sentence.capitalize()
     words = _WORD.findall(sentence)
-    content = [w for i, w in enumerate(words) if w.lower() not in PLEASANTRY_WORDS and not _is_vocative(i, words)]
+    content = [w for i, w in enumerate(words) if not _is_pleasantry(i, words) and not _is_vocative(i, words)]
     if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
         if not content:
             return SentenceVerdict(index, "chatter", "pleasantry")
@@ -229,6 +232,14 @@ def _short_personal_fact(sentence: str, words: list[str]) -> str:
 
 
 _GREETINGS = frozenset(["hi", "hey", "hello", "hiya", "heya", "morning", "evening", "night", "thanks", "thank"])
+
+
+def _is_pleasantry(position: int, words: list[str]) -> bool:
+    word = words[position].lower()
+    if word in PLEASANTRY_WORDS:
+        return True
+    before = _PLEASANTRY_AFTER.get(word)
+    return before is not None and position > 0 and words[position - 1].lower() == before
 
 
 def _is_vocative(position: int, words: list[str]) -> bool:
