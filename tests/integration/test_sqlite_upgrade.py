@@ -77,3 +77,17 @@ def test_given_a_schema_one_data_dir_when_prepared_for_serving_then_it_is_upgrad
 def test_given_no_data_dir_when_prepared_then_it_is_created_owner_only_with_an_empty_database(tmp_path):
     path = prepare_data_dir(Settings(data_dir=tmp_path / "new" / "data"))
     assert path.exists() and (path.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_given_text_indexed_by_an_earlier_version_when_prepared_for_serving_then_it_is_reindexed_there(tmp_path):
+    """The lexical re-index runs once before the workers fork, not in each worker's store."""
+    data = tmp_path / "data"
+    data.mkdir()
+    store = SqliteStore(data / "episodic.db")
+    with store._transaction() as conn:  # what an earlier version of the search text leaves
+        conn.execute("DELETE FROM meta WHERE key = 'search_text_version'")
+    store.close()
+    prepare_data_dir(Settings(data_dir=data))
+    conn = sqlite3.connect(data / "episodic.db")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'search_text_version'").fetchone() is not None
+    conn.close()

@@ -7,7 +7,6 @@ from pathlib import Path
 from episodic.adapters.local.archive import FolderArchive
 from episodic.adapters.local.embedder import MiniLMEmbedder
 from episodic.adapters.local.notifier import LogReviewNotifier
-from episodic.adapters.local.sqlite_database import Database
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.adapters.local.summariser import ExtractiveSummariser
 from episodic.ports import Clock, Embedder
@@ -17,11 +16,12 @@ from episodic.settings import Settings
 
 def prepare_data_dir(settings: Settings) -> Path:
     """The database's path in the data dir, created owner-only if missing, with the database
-    created or upgraded to this version's schema (:mod:`.sqlite_upgrade`). ``episodic serve``
-    calls it before forking its workers, so an upgrade runs once, in one process, and no worker
-    waits on another's at its start."""
+    created or upgraded to this version's schema (:mod:`.sqlite_upgrade`) and its lexical text
+    re-indexed if an earlier version wrote it (``SqliteStore.refresh_search_text``).
+    ``episodic serve`` calls it before forking its workers, so each step runs once, in one
+    process, and no worker waits on another's or repeats it at its start."""
     path = _data_dir(settings) / "episodic.db"
-    Database(path).close()
+    SqliteStore(path).close()
     return path
 
 
