@@ -65,3 +65,11 @@ def test_given_the_calendars_ends_when_shifted_then_the_moment_is_held_there():
     last = datetime.max.replace(tzinfo=UTC) - timedelta(minutes=30)
     assert shifted(last, timedelta(hours=1)) == datetime.max.replace(tzinfo=UTC)
     assert shifted(datetime.min.replace(tzinfo=UTC), -timedelta(hours=1)) == datetime.min.replace(tzinfo=UTC)
+
+
+def test_given_turns_without_a_session_when_a_reply_is_looked_up_then_the_next_turn_is_it(writes, store, clock):
+    asked = _turn(writes, store, "Are you still moving to Lisbon on 22 April?", "aga", session=None)
+    reply = _turn(writes, store, "Yes, the relocation company found us a flat in Alfama", "rafael", session=None)
+    assert asked.session_id is None
+    found = replies_to(store, scope_for(AGENT, clock.now()), [asked])
+    assert found[asked.event_id].event_id == reply.event_id
