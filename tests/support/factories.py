@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from episodic.model import Caller, EpisodeProposal, Role
@@ -35,3 +35,24 @@ def proposal(**overrides: Any) -> EpisodeProposal:
 
 def at(day: int, hour: int = 12) -> str:
     return datetime(2026, 11, day, hour, tzinfo=UTC).isoformat()
+
+
+TURNS_START = datetime(2026, 11, 28, 9, tzinfo=UTC)
+"""When the turns :func:`remember_turn` writes begin."""
+
+
+def remember_turn(writes: Any, summary: str, minute: int = 0, session: str | None = "s-1", **extra: Any) -> str:
+    """Write one ``conversation_turn`` as the agent, ``minute`` minutes after :data:`TURNS_START`,
+    and return its event id (the policy must allow it)."""
+    result = writes.remember(
+        AGENT,
+        proposal(
+            eventType="conversation_turn",
+            sessionId=session,
+            summary=summary,
+            occurredAt=(TURNS_START + timedelta(minutes=minute)).isoformat(),
+            **extra,
+        ),
+    )
+    assert result.decision == "allow", result.reasons
+    return str(result.event_id)

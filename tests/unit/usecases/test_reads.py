@@ -13,7 +13,7 @@ from episodic.model import Caller, PrivacyClass, RecallRequest, Role, Status
 from episodic.ports import AuditQuery
 from episodic.usecases.deps import hash_text
 from episodic.usecases.reads import Reads, scope_for
-from tests.support.factories import AGENT, OPERATOR, proposal
+from tests.support.factories import AGENT, OPERATOR, proposal, remember_turn
 from tests.unit.usecases.doubles import StoreSpyDouble
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -143,29 +143,14 @@ def test_given_a_query_naming_an_actor_when_recalling_unscoped_then_their_episod
     assert first.components.lexical > second.components.lexical and first.score > second.score
 
 
-def _turn(writes, summary, minute, session="s-1", **extra):
-    result = writes.remember(
-        AGENT,
-        proposal(
-            eventType="conversation_turn",
-            sessionId=session,
-            summary=summary,
-            occurredAt=(datetime(2026, 11, 28, 9, tzinfo=UTC) + timedelta(minutes=minute)).isoformat(),
-            **extra,
-        ),
-    )
-    assert result.decision == "allow", result.reasons
-    return result.event_id
-
-
 def test_given_neighbours_asked_when_a_turn_is_recalled_then_up_to_that_many_each_side_within_the_hour(writes, reads):
-    too_early = _turn(writes, "User asked whether the warehouse in Porto ships on Saturdays", -90)
+    too_early = remember_turn(writes, "User asked whether the warehouse in Porto ships on Saturdays", -90)
     before = [
-        _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -20),
-        _turn(writes, "User confirmed the billing contact is the finance mailbox", -10),
+        remember_turn(writes, "User asked whether the annual plan can be paid by bank transfer", -20),
+        remember_turn(writes, "User confirmed the billing contact is the finance mailbox", -10),
     ]
-    hit = _turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0)
-    after = [_turn(writes, "User asked for the invoice to show their VAT number", 10 * n) for n in (1, 2, 3)]
+    hit = remember_turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0)
+    after = [remember_turn(writes, "User asked for the invoice to show their VAT number", 10 * n) for n in (1, 2, 3)]
     item = reads.recall(
         AGENT, RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1, neighbours=2)
     ).items[0]
@@ -177,8 +162,10 @@ def test_given_neighbours_asked_when_a_turn_is_recalled_then_up_to_that_many_eac
 def test_given_a_project_scoped_recall_when_a_neighbouring_turn_is_in_another_project_then_it_is_not_shown(
     writes, reads
 ):
-    elsewhere = _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5, projectId="p-2")
-    hit = _turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0, projectId="p-1")
+    elsewhere = remember_turn(
+        writes, "User asked whether the annual plan can be paid by bank transfer", -5, projectId="p-2"
+    )
+    hit = remember_turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0, projectId="p-1")
     request = RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1)
     assert [n.event_id for n in reads.recall(AGENT, request).items[0].neighbours] == [elsewhere]
     scoped = reads.recall(AGENT, request.model_copy(update={"project_id": "p-1"})).items[0]
@@ -186,8 +173,8 @@ def test_given_a_project_scoped_recall_when_a_neighbouring_turn_is_in_another_pr
 
 
 def test_given_a_superseded_neighbouring_turn_when_recalling_active_episodes_then_it_is_not_shown(writes, reads):
-    old = _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5)
-    _turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0)
+    old = remember_turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5)
+    remember_turn(writes, "User wants the quarterly report delivered as a spreadsheet", 0)
     request = RecallRequest(query="quarterly report spreadsheet", actor_id="user-1", limit=1)
     assert [n.event_id for n in reads.recall(AGENT, request).items[0].neighbours] == [old]
     writes.correct(
@@ -199,7 +186,7 @@ def test_given_a_superseded_neighbouring_turn_when_recalling_active_episodes_the
 
 
 def test_given_an_episode_that_is_not_a_turn_when_recalled_then_it_has_no_neighbours(writes, reads):
-    _turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5)
+    remember_turn(writes, "User asked whether the annual plan can be paid by bank transfer", -5)
     writes.remember(
         AGENT,
         proposal(
@@ -240,9 +227,9 @@ def test_given_a_question_needing_two_facts_when_recalled_then_a_second_round_fo
 
 
 def test_given_a_question_turn_when_recalled_then_its_reply_is_found_and_says_what_it_answers(writes, reads):
-    asked = _turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
-    reply = _turn(writes, "Yep, handing my notice in tomorrow, four years of it", 1, actorId="dana")
-    _turn(writes, "Four years of selling compost to grumpy men on Sundays", 2, actorId="dana", session="s-2")
+    asked = remember_turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
+    reply = remember_turn(writes, "Yep, handing my notice in tomorrow, four years of it", 1, actorId="dana")
+    remember_turn(writes, "Four years of selling compost to grumpy men on Sundays", 2, actorId="dana", session="s-2")
 
     found = {i.episode.event_id: i for i in reads.recall(AGENT, RecallRequest(query="garden centre leaving")).items}
     assert found[reply].components.replies_to == asked
@@ -252,8 +239,10 @@ def test_given_a_question_turn_when_recalled_then_its_reply_is_found_and_says_wh
 
 
 def test_given_a_reply_the_recall_may_not_see_when_recalled_then_it_is_not_found_through_its_question(writes, reads):
-    _turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
-    private = _turn(writes, "Yes, and my therapist thinks it will help", 1, actorId="dana", privacyClass="private")
+    remember_turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
+    private = remember_turn(
+        writes, "Yes, and my therapist thinks it will help", 1, actorId="dana", privacyClass="private"
+    )
 
     unscoped = reads.recall(AGENT, RecallRequest(query="garden centre leaving"))
     scoped_to_the_asker = reads.recall(AGENT, RecallRequest(query="garden centre leaving", actor_id="corinne"))
@@ -264,7 +253,7 @@ def test_given_a_reply_the_recall_may_not_see_when_recalled_then_it_is_not_found
 
 
 def test_given_a_question_followed_by_its_own_speaker_when_recalled_then_that_turn_is_no_reply(writes, reads):
-    _turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
-    more = _turn(writes, "Mum said you start at the glasshouses in April", 1, actorId="corinne")
+    remember_turn(writes, "So you're leaving the Kelvinside garden centre on 3 March?", 0, actorId="corinne")
+    more = remember_turn(writes, "Mum said you start at the glasshouses in April", 1, actorId="corinne")
     found = {i.episode.event_id: i for i in reads.recall(AGENT, RecallRequest(query="garden centre leaving")).items}
     assert more not in found or found[more].components.replies_to is None

@@ -7,25 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 from episodic.usecases.reads import scope_for
 from episodic.usecases.replies import replies_to, shifted
-from tests.support.factories import AGENT, proposal
-
-START = datetime(2026, 11, 28, 9, tzinfo=UTC)
+from tests.support.factories import AGENT, TURNS_START, remember_turn
 
 
 def _turn(writes, store, summary, actor, minute=0, session="s-1", **extra):
-    result = writes.remember(
-        AGENT,
-        proposal(
-            eventType="conversation_turn",
-            sessionId=session,
-            summary=summary,
-            actorId=actor,
-            occurredAt=(START + timedelta(minutes=minute)).isoformat(),
-            **extra,
-        ),
-    )
-    assert result.decision == "allow", result.reasons
-    return store.get(AGENT.tenant_id, result.event_id)
+    return store.get(AGENT.tenant_id, remember_turn(writes, summary, minute, session, actorId=actor, **extra))
 
 
 def test_given_turns_at_one_time_when_a_reply_is_looked_up_then_the_write_order_decides(writes, store, clock):
@@ -57,7 +43,7 @@ def test_given_a_reply_after_the_window_or_the_scope_when_looked_up_then_none_is
     assert replies_to(store, scope_for(AGENT, clock.now()), [asked]) == {}
     inside = _turn(writes, store, "Sorry, yes, from the 22nd", "rafael", minute=30)
     assert replies_to(store, scope_for(AGENT, clock.now()), [asked])[asked.event_id].event_id == inside.event_id
-    early = scope_for(AGENT, clock.now(), occurred_before=START + timedelta(minutes=10))
+    early = scope_for(AGENT, clock.now(), occurred_before=TURNS_START + timedelta(minutes=10))
     assert replies_to(store, early, [asked]) == {}
 
 
