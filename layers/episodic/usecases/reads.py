@@ -34,7 +34,7 @@ from episodic.query import WIDENING_SOURCES, has_content, interpret, widening_na
 from episodic.query_calendar import CALENDAR_SLACK
 from episodic.ranking import Candidate
 from episodic.usecases.deps import Deps, hash_text
-from episodic.usecases.replies import replies_to, shifted
+from episodic.usecases.replies import replies_to, session_turns, shifted
 
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
@@ -297,9 +297,7 @@ class Reads:
             occurred_after=shifted(ep.occurred_at, -window),
             occurred_before=shifted(ep.occurred_at, window),
         )
-        nearby, _ = self.deps.episodes.timeline(TimelineQuery(scope=around, limit=200, newest_first=False))
-        same = [e for e in nearby if e.session_id == ep.session_id]
-        at = next((i for i, e in enumerate(same) if e.event_id == ep.event_id), None)
+        same, at = session_turns(self.deps.episodes, around, ep)
         if at is None:
             return item
         chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]

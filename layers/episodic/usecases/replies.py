@@ -8,7 +8,8 @@ same session when another speaker says it, and the ranker lets that reply inheri
 question's relevance (:class:`~episodic.ranking.RankingWeights`, ``reply_share``).
 
 The reply is read under the recall's own scope -- its statuses, privacy rule, actor, tags and
-time window -- so a turn the recall could not return is never found this way.
+time window -- so a turn the recall could not return is never found this way. Recall's
+neighbouring turns are read through the same :func:`session_turns`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ REPLY_WINDOW = timedelta(hours=1)
 """How long after a question its reply may come (turns of one session often share one time)."""
 
 SESSION_TURNS = 200
-"""Turns read from the question on: a session is rarely longer at one time stamp."""
+"""Turns read around a turn: a session is rarely longer within one window."""
 
 
 def replies_to(store: EpisodeStore, scope: Scope, questions: Iterable[Episode]) -> dict[str, Episode]:
@@ -49,10 +50,17 @@ def _next_turn(store: EpisodeStore, scope: Scope, question: Episode) -> Episode 
     if scope.occurred_before is not None:
         before = min(before, scope.occurred_before)
     around = replace(scope, event_types=(EventType.CONVERSATION_TURN,), occurred_after=after, occurred_before=before)
-    turns, _ = store.timeline(TimelineQuery(scope=around, limit=SESSION_TURNS, newest_first=False))
-    same = [turn for turn in turns if turn.session_id == question.session_id]
-    at = next((i for i, turn in enumerate(same) if turn.event_id == question.event_id), None)
+    same, at = session_turns(store, around, question)
     return same[at + 1] if at is not None and at + 1 < len(same) else None
+
+
+def session_turns(store: EpisodeStore, around: Scope, turn: Episode) -> tuple[list[Episode], int | None]:
+    """The turns of ``turn``'s session inside ``around`` (a scope its caller has narrowed to a
+    window near the turn), in timeline order, and the turn's place among them (None when
+    ``around`` does not hold it). Shared by the reply lookup and recall's neighbouring turns."""
+    turns, _ = store.timeline(TimelineQuery(scope=around, limit=SESSION_TURNS, newest_first=False))
+    same = [other for other in turns if other.session_id == turn.session_id]
+    return same, next((i for i, other in enumerate(same) if other.event_id == turn.event_id), None)
 
 
 def shifted(moment: datetime, delta: timedelta) -> datetime:
