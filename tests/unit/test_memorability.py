@@ -1,4 +1,4 @@
-"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.3, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.4, issue #12):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 
@@ -178,6 +178,8 @@ def test_given_a_shouted_greeting_when_judged_then_its_capitals_are_not_names() 
         ("I came out to my dad last night", "sexuality_identity"),
         ("Sol and Priyanka are separating", "family_trouble"),
         ("We went to church together for the first time in years", "beliefs"),
+        ("I'm Muslim, so no bacon rolls for me", "beliefs"),
+        ("We're completely broke until payday", "finances"),
     ],
 )
 def test_given_a_personal_disclosure_when_checked_then_its_kind_is_named(text: str, kind: str) -> None:
@@ -185,7 +187,14 @@ def test_given_a_personal_disclosure_when_checked_then_its_kind_is_named(text: s
 
 
 @pytest.mark.parametrize(
-    "text", ["The new rota came out and I'm on nights", "The church hall hosts the village show", "I paid the rent"]
+    "text",
+    [
+        "The new rota came out and I'm on nights",
+        "The church hall hosts the village show",
+        "I paid the rent",
+        "The car broke down again",
+        "Christian is coming over later",
+    ],
 )
 def test_given_ordinary_words_that_look_sensitive_when_checked_then_nothing_is_named(text: str) -> None:
     assert disclosures(text) == []
@@ -212,3 +221,31 @@ def test_given_a_disclosure_already_private_when_decided_then_only_the_suggestio
     decision, stored = WritePolicy().decide(turn("My divorce came through", privacyClass="private"), AGENT, NOW)
     assert stored.privacy_class is PrivacyClass.PRIVATE and "privacy_raised_to_private" not in decision.reasons
     assert decision.suggested_privacy_class is PrivacyClass.SENSITIVE
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("I'm bipolar.", "mental_health"),
+        ("I have diabetes.", "health"),
+        ("I'm gay.", "sexuality_identity"),
+        ("I'm transgender, and proud of it.", "sexuality_identity"),
+        ("I'm Muslim.", "beliefs"),
+        ("We're broke.", "finances"),
+    ],
+)
+def test_given_a_disclosure_of_a_few_words_when_decided_then_it_is_kept_and_classified(text: str, kind: str) -> None:
+    """Policy 2026-12-02.4: a short sentence never reached the disclosure patterns, so "I'm
+    bipolar." was denied as chatter with its sensitive kind named beside the denial."""
+    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    assert [v.why for v in verdicts] == ["disclosure"]
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert decision.decision == "allow" and "not_memorable" not in decision.reasons
+    assert f"sensitive:{kind}" in decision.reasons
+    assert decision.suggested_privacy_class is PrivacyClass.SENSITIVE
+
+
+@pytest.mark.parametrize("text", ["Are you pregnant?!", "Oh no, cancer?", "Your therapy?"])
+def test_given_a_short_disclosure_word_asked_of_the_listener_then_it_stays_chatter(text: str) -> None:
+    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    assert not memorability.memorable(verdicts), verdicts

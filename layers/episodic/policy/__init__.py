@@ -58,8 +58,11 @@ if TYPE_CHECKING:
 # patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
 # (~20-35 ms of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
-POLICY_VERSION = "2026-12-02.3"
-"""2026-12-02.3: "course" is a pleasantry only in "of course" ("Dropped out of the course." is an
+POLICY_VERSION = "2026-12-02.4"
+"""2026-12-02.4: a sensitive disclosure of a few words ("I'm bipolar.", "I have diabetes.", "I'm
+gay.") is kept and classified, not denied as too short -- unless it asks or is said to the
+listener ("Are you pregnant?!"); "I'm Muslim"-style beliefs and "we're broke" are named;
+2026-12-02.3: "course" is a pleasantry only in "of course" ("Dropped out of the course." is an
 event); 2026-12-02.2: a sentence that says what happened, with a verb in the past tense ("Sold the car",
 "Dad retired") or a life event ("We're expecting!"), is an event -- unless it is a question, is
 said to the listener, or narrates the conversation itself; 2026-12-02.1: a sentence that opens

@@ -221,14 +221,18 @@ def _possessive_name(sentence: str) -> bool:
 
 def _short_personal_fact(sentence: str, words: list[str]) -> str:
     """Few words can still be a fact about the speaker: where they will be when ("I'm off that
-    whole weekend"), what they want ("I need a night out") or a life event ("We're expecting!")."""
+    whole weekend"), what they want ("I need a night out"), a life event ("We're expecting!") or
+    a sensitive disclosure ("I'm bipolar.", "I have diabetes."), which the sensitive rules
+    classify rather than drop."""
     if _FIRST_PERSON.search(sentence) and _TIME.search(sentence):
         return "time"
     if _PREFERENCE.search(sentence):
         return "preference"
-    if not _ADDRESSED.search(sentence) and any(w.lower() in _LIFE_EVENTS for w in words):
+    if _ADDRESSED.search(sentence):  # asking the listener, or about them, tells nothing new
+        return ""
+    if any(w.lower() in _LIFE_EVENTS for w in words):
         return "event"
-    return ""
+    return "disclosure" if disclosures(sentence) else ""
 
 
 _GREETINGS = frozenset(["hi", "hey", "hello", "hiya", "heya", "morning", "evening", "night", "thanks", "thank"])

@@ -38,12 +38,15 @@ _KINDS: dict[str, str] = {
         | (credit\s+cards?|loans?)\s+(debt|i\s+can't) | on\s+credit\s+cards | repayment\s+plan | debt\s+advice
         | payday\s+loan | money\s+advi[sc]er | balance\s+(on|onto)\s+a\s+loan
         | can't\s+afford\s+(the\s+)?(rent|mortgage|bills) | owe\s+(the\s+)?(bank|\W?\d)
+        | (i'm|i\s+am|we're|we\s+are)\s+(so\s+|totally\s+|completely\s+|flat\s+|stony\s+)?broke\b
     """,
     "beliefs": r"""
         my\s+(faith|religion) | religious | convert(ed|ing)\s+to
         | (went|go|going)\s+to\s+(church|mosque|synagogue|temple|mass)
         | pray(ing|ed|er)? | atheis\w+ | ramadan | fasting\s+for | bible\s+study | vote[ds]?\s+(for|labour|tory|reform)
         | (political|party)\s+member\w*
+        | (i'm|i\s+am|we're|we\s+are|raised|brought\s+up)\s+(a\s+)?(muslim|christian|catholic|jewish|hindu
+          |buddhist|sikh|mormon|protestant|evangelical|quaker|pagan)\b
     """,
     "sexuality_identity": r"""
         gay | lesbian | bisexual | queer | pansexual | asexual | (came|coming)\s+out\s+(as|to)\b | transgender
