@@ -175,6 +175,7 @@ def test_given_a_shouted_greeting_when_judged_then_its_capitals_are_not_names() 
         ("I've got about £6,000 on credit cards and rang a debt advice line", "finances"),
         ("They referred Mum to the memory clinic after the bloods", "health"),
         ("I started therapy for the panic attacks", "mental_health"),
+        ("I've started seeing a counsellor through my GP", "mental_health"),
         ("I came out to my dad last night", "sexuality_identity"),
         ("Sol and Priyanka are separating", "family_trouble"),
         ("We went to church together for the first time in years", "beliefs"),
@@ -194,6 +195,9 @@ def test_given_a_personal_disclosure_when_checked_then_its_kind_is_named(text: s
         "I paid the rent",
         "The car broke down again",
         "Christian is coming over later",
+        "I'm a counselor at a youth center",
+        "I want to become a counsellor one day",
+        "I'm looking into counseling jobs",
     ],
 )
 def test_given_ordinary_words_that_look_sensitive_when_checked_then_nothing_is_named(text: str) -> None:

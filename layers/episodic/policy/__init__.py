@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 POLICY_VERSION = "2026-12-02.4"
 """2026-12-02.4: a sensitive disclosure of a few words ("I'm bipolar.", "I have diabetes.", "I'm
 gay.") is kept and classified, not denied as too short -- unless it asks or is said to the
-listener ("Are you pregnant?!"); "I'm Muslim"-style beliefs and "we're broke" are named;
+listener ("Are you pregnant?!"); "I'm Muslim"-style beliefs and "we're broke" are named, and a
+counsellor as a job ("I'm a counselor", "counseling jobs") no longer is;
 2026-12-02.3: "course" is a pleasantry only in "of course" ("Dropped out of the course." is an
 event); 2026-12-02.2: a sentence that says what happened, with a verb in the past tense ("Sold the car",
 "Dad retired") or a life event ("We're expecting!"), is an event -- unless it is a question, is

@@ -29,7 +29,10 @@ _KINDS: dict[str, str] = {
         | (first|12-week|20-week|dating)\s+scan | due\s+date | whiplash | concussion | fracture\w*
     """,
     "mental_health": r"""
-        therap(y|ist) | counsell?(ing|or) | depress\w* | anxiety | panic\s+attacks? | burn(ed|t)?\s*-?out
+        therap(y|ist)
+        | (?<!i'm\sa\s)(?<!am\sa\s)(?<!is\sa\s)(?<!'s\sa\s)(?<!as\sa\s)(?<!be\sa\s)(?<!become\sa\s)counsell?or
+        | counsell?ing(?!\s+(jobs?|careers?|degrees?|courses?|programmes?|programs?|roles?|field|qualifications?))
+        | depress\w* | anxiety | panic\s+attacks? | burn(ed|t)?\s*-?out
         | bipolar | adhd | autis\w+ | ocd | ptsd | eating\s+disorder | self[-\s]harm | suicid\w*
         | antidepressants? | mental\s+health | grief\s+counsel\w* | rehab | addiction | relapse\w* | sober
     """,
