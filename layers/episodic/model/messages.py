@@ -188,6 +188,11 @@ class QueryInterpretation(CamelModel):
     occurred_before: UtcDatetime | None = None
     widened_with: list[str] = []
     """The names a second round added to the query (empty when none ran)."""
+    window_empty: bool = False
+    """The window read from ``time_phrase`` held no evidence for the query's words, so recall
+    searched all time instead (each item shows when it happened): a date without a year ("on 8
+    May", "last Friday") is read on the calendar, while the memories asked about may be from
+    another year."""
 
 
 class RecallResponse(CamelModel):

@@ -132,6 +132,26 @@ def test_given_a_time_phrase_when_recalling_then_it_becomes_the_window_unless_on
     assert {i.episode.event_id for i in explicit.items} == {yesterday.event_id, last_week.event_id}
 
 
+def test_given_a_time_phrase_whose_window_holds_nothing_when_recalling_then_all_time_is_searched_and_said(
+    writes, reads
+):
+    """A date without a year is read on the calendar ("on 8 May" is May 2026 here), while the
+    memories asked about may be from another year: an empty window is not an empty answer."""
+    earlier = writes.remember(AGENT, proposal(occurredAt="2025-05-08T09:30:00Z"))
+    hidden = writes.remember(AGENT, proposal(occurredAt="2025-05-08T10:30:00Z", privacyClass="private"))
+    assert hidden.decision == "allow", hidden.reasons
+    read = reads.recall(AGENT, RecallRequest(query="invoices PDF on 8 May"))
+    assert read.interpretation.time_phrase == "on 8 may" and read.interpretation.window_empty
+    assert read.interpretation.occurred_after == datetime(2026, 4, 24, tzinfo=UTC)  # the window tried, with its slack
+    assert [i.episode.event_id for i in read.items] == [earlier.event_id]  # the private one stays unseen
+    found = reads.recall(AGENT, RecallRequest(query="invoices PDF on 8 May 2025"))
+    assert not found.interpretation.window_empty and [i.episode.event_id for i in found.items] == [earlier.event_id]
+    explicit = reads.recall(
+        AGENT, RecallRequest(query="invoices PDF", occurred_after="2026-05-01T00:00:00Z", actor_id="user-1")
+    )
+    assert explicit.items == [] and not explicit.interpretation.window_empty  # the caller's window holds
+
+
 def test_given_a_query_naming_an_actor_when_recalling_unscoped_then_their_episode_ranks_first(writes, reads):
     hal = writes.remember(AGENT, proposal(actorId="cust-hal", summary="Wants invoices as PDF attachments"))
     gail = writes.remember(AGENT, proposal(actorId="cust-gail", summary="Wants invoices as PDF attachments too"))
