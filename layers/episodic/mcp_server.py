@@ -144,6 +144,9 @@ class MemoryTools:
         )
         found = await self._call(self.client.recall(request))
         text = found.context if found.items else "No episode in memory matches this."
+        if found.items and found.interpretation.window_empty:
+            phrase = found.interpretation.time_phrase
+            text = f'Nothing in memory is from "{phrase}"; these episodes are from other times.\n{text}'
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=found.model_dump(mode="json", by_alias=True),

@@ -160,6 +160,18 @@ def test_given_two_tenants_when_one_remembers_then_the_others_tools_never_see_it
     run(stdio(base_url, GLOBEX_TOKEN, "--actor", "sam"), look)
 
 
+def test_given_a_time_phrase_whose_window_is_empty_when_recalled_then_the_text_says_so(base_url):
+    async def scenario(client: Client) -> None:
+        await call(client, "remember_episode", **EPISODE)  # 20 November 2026
+        result = await client.call_tool("recall_episodes", {"query": "weekly report Thursdays on 8 May"})
+        assert result.structured_content["interpretation"]["windowEmpty"] is True
+        note = 'Nothing in memory is from "on 8 may"; these episodes are from other times.'
+        assert result.content[0].text.startswith(note)
+        assert "Thursdays" in result.content[0].text
+
+    run(stdio(base_url, AGENT_TOKEN, "--actor", "sam"), scenario)
+
+
 def test_given_a_conversation_when_remembered_through_the_tool_then_small_talk_is_left_out(base_url):
     turns = [
         {"turnId": "s1-t1", "speaker": "sam", "text": "hey!", "occurredAt": "2026-11-20T18:00:00Z"},
