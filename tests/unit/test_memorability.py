@@ -181,6 +181,7 @@ def test_given_a_shouted_greeting_when_judged_then_its_capitals_are_not_names() 
         ("We went to church together for the first time in years", "beliefs"),
         ("I'm Muslim, so no bacon rolls for me", "beliefs"),
         ("We're completely broke until payday", "finances"),
+        ("I\u2019m Muslim, typed with a curly apostrophe", "beliefs"),
     ],
 )
 def test_given_a_personal_disclosure_when_checked_then_its_kind_is_named(text: str, kind: str) -> None:
@@ -196,6 +197,7 @@ def test_given_a_personal_disclosure_when_checked_then_its_kind_is_named(text: s
         "The car broke down again",
         "Christian is coming over later",
         "I'm a counselor at a youth center",
+        "She\u2019s a counsellor at the school",
         "I want to become a counsellor one day",
         "I'm looking into counseling jobs",
     ],

@@ -30,7 +30,8 @@ _KINDS: dict[str, str] = {
     """,
     "mental_health": r"""
         therap(y|ist)
-        | (?<!i'm\sa\s)(?<!am\sa\s)(?<!is\sa\s)(?<!'s\sa\s)(?<!as\sa\s)(?<!be\sa\s)(?<!become\sa\s)counsell?or
+        | (?<!i'm\sa\s)(?<!i\u2019m\sa\s)(?<!am\sa\s)(?<!is\sa\s)(?<!'s\sa\s)(?<!\u2019s\sa\s)
+          (?<!as\sa\s)(?<!be\sa\s)(?<!become\sa\s)counsell?or
         | counsell?ing(?!\s+(jobs?|careers?|degrees?|courses?|programmes?|programs?|roles?|field|qualifications?))
         | depress\w* | anxiety | panic\s+attacks? | burn(ed|t)?\s*-?out
         | bipolar | adhd | autis\w+ | ocd | ptsd | eating\s+disorder | self[-\s]harm | suicid\w*
@@ -41,15 +42,15 @@ _KINDS: dict[str, str] = {
         | (credit\s+cards?|loans?)\s+(debt|i\s+can't) | on\s+credit\s+cards | repayment\s+plan | debt\s+advice
         | payday\s+loan | money\s+advi[sc]er | balance\s+(on|onto)\s+a\s+loan
         | can't\s+afford\s+(the\s+)?(rent|mortgage|bills) | owe\s+(the\s+)?(bank|\W?\d)
-        | (i'm|i\s+am|we're|we\s+are)\s+(so\s+|totally\s+|completely\s+|flat\s+|stony\s+)?broke\b
+        | (i['\u2019]m|i\s+am|we['\u2019]re|we\s+are)\s+(so\s+|totally\s+|completely\s+|flat\s+|stony\s+)?broke\b
     """,
     "beliefs": r"""
         my\s+(faith|religion) | religious | convert(ed|ing)\s+to
         | (went|go|going)\s+to\s+(church|mosque|synagogue|temple|mass)
         | pray(ing|ed|er)? | atheis\w+ | ramadan | fasting\s+for | bible\s+study | vote[ds]?\s+(for|labour|tory|reform)
         | (political|party)\s+member\w*
-        | (i'm|i\s+am|we're|we\s+are|raised|brought\s+up)\s+(a\s+)?(muslim|christian|catholic|jewish|hindu
-          |buddhist|sikh|mormon|protestant|evangelical|quaker|pagan)\b
+        | (i['\u2019]m|i\s+am|we['\u2019]re|we\s+are|raised|brought\s+up)\s+(a\s+)?(muslim|christian|catholic|jewish
+          |hindu|buddhist|sikh|mormon|protestant|evangelical|quaker|pagan)\b
     """,
     "sexuality_identity": r"""
         gay | lesbian | bisexual | queer | pansexual | asexual | (came|coming)\s+out\s+(as|to)\b | transgender
