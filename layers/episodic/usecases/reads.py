@@ -119,17 +119,18 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        ranked, explained, degraded = self._search(caller, request, query, scope, explained)
+        vector, embedding = self._query_vector(query)
+        ranked, explained, degraded = self._search(caller, request, query, vector, scope, explained)
         if not ranked and query is not None and explained.time_phrase is not None:
             # The window came from the words, not from the caller, and held nothing: search all
-            # time rather than answer with nothing, and say so.
+            # time (with the same query vector) rather than answer with nothing, and say so.
             everywhen = replace(scope, occurred_after=None, occurred_before=None)
             ranked, explained, degraded = self._search(
-                caller, request, query, everywhen, explained.model_copy(update={"window_empty": True})
+                caller, request, query, vector, everywhen, explained.model_copy(update={"window_empty": True})
             )
         items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked]
         recall_id = deps.ids(now)
-        degraded = (*degraded, *self._account(caller, request, items, recall_id, now))
+        degraded = (*embedding, *degraded, *self._account(caller, request, items, recall_id, now))
         return RecallResponse(
             recall_id=recall_id,
             items=items,
@@ -139,13 +140,20 @@ class Reads:
         )
 
     def _search(
-        self, caller: Caller, request: RecallRequest, query: str | None, scope: Scope, explained: QueryInterpretation
+        self,
+        caller: Caller,
+        request: RecallRequest,
+        query: str | None,
+        vector: Vector | None,
+        scope: Scope,
+        explained: QueryInterpretation,
     ) -> tuple[list[RecallItem], QueryInterpretation, tuple[str, ...]]:
-        """The ranked items for ``query`` in ``scope`` (a second round when it adds names), what
-        recall tells the caller it understood, and what could not be done."""
+        """The ranked items for ``query`` (embedded as ``vector``) in ``scope``, with a second
+        round when it adds names; what recall tells the caller it understood; and what could
+        not be done."""
         deps = self.deps
         now = scope.now
-        vector, degraded = self._query_vector(query)
+        degraded: tuple[str, ...] = ()
         pool = max(deps.settings.recall_pool_size, request.limit)
         found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
         episodes = self._admitted(caller, scope, [c.event_id for c in found.items])
