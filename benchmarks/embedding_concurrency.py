@@ -43,7 +43,7 @@ def measure(clients: Sequence[int] = (1, 8), per_client: int = 15) -> list[dict[
     model = worker._load()
 
     def direct(texts: Sequence[str]) -> Any:
-        return model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return model.encode(list(texts), threads=1)  # as the worker runs a pass of one or two
 
     direct(["warm up"])
     worker.embed(["warm up the worker"])

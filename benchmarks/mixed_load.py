@@ -57,7 +57,7 @@ WORDS = [
     "token",
 ]
 
-_MODEL_CODE = ("torch/", "sentence_transformers/", "transformers/")
+_MODEL_CODE = ("torch/", "sentence_transformers/", "transformers/", "onnxruntime/", "tokenizers/", "minilm_runtime.py")
 _SQLITE_CODE = "/adapters/local/sqlite_"  # sqlite_store.py and the modules it is composed of
 _WRITE_CALLS = {
     "_transaction",

@@ -53,6 +53,14 @@ class Settings(BaseModel):
     summary_interval_seconds: float = Field(default=3600.0, gt=0)
     forget_interval_seconds: float = Field(default=86400.0, gt=0)
     embedder: str = Field(default="minilm", pattern="^(minilm|titan)$")
+    embedder_runtime: Literal["onnx", "torch"] = Field(
+        default="onnx",
+        description="How MiniLM runs: ONNX Runtime (its graph exported once from the installed weights, "
+        "checked against PyTorch; PyTorch if that fails) or PyTorch",
+    )
+    model_cache: Path | None = Field(
+        default=None, description="Where MiniLM's exported ONNX graph is kept (unset: ~/.cache/episodic)"
+    )
     titan_model_id: str = "amazon.titan-embed-text-v2:0"
     titan_dimensions: int = Field(default=1024, description="256, 512 or 1024")
     # The AWS backend (EPISODIC_BACKEND=aws): resource names come from the deployment.

@@ -136,7 +136,7 @@ def service_from_settings(settings: Settings) -> MemoryService:
     else:
         from episodic.adapters.local.embedder import MiniLMEmbedder
 
-        embedder = MiniLMEmbedder()
+        embedder = MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
     return build_aws_service(
         settings,
         dynamodb=boto3.client("dynamodb", region_name=settings.aws_region),

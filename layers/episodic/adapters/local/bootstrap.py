@@ -36,7 +36,7 @@ def build_local_service(
     settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
 ) -> MemoryService:
     data_dir = _data_dir(settings)
-    embedder = embedder or MiniLMEmbedder()
+    embedder = embedder or MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
     return MemoryService(
         store=store,

