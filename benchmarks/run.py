@@ -436,11 +436,15 @@ def main(argv: list[str] | None = None) -> int:
 
         conversations = measure("test", only=args.conversations, progress=lambda line: None)
         bar.advance()
-        bar.describe("query embedding under concurrency (1, 4, 8 clients)")
+        bar.describe("query embedding under concurrency (1, 4, 8 clients), ONNX Runtime against PyTorch")
         from benchmarks.embedding_concurrency import measure as embedding_concurrency
         from benchmarks.embedding_concurrency import section as embedding_section
 
         embedding = embedding_concurrency((1, 4, 8))
+        from benchmarks.embedding_runtime import measure as runtime_measure
+        from benchmarks.embedding_runtime import section as runtime_section
+
+        runtime = runtime_measure()
         bar.advance()
         bar.describe("peer: Chroma on the same data")
         from benchmarks.peer_chroma import compare as chroma_peer
@@ -464,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
         "",
-        *targets_section(w, latency, load2, scale, imports),
+        *targets_section(w, latency, load2, scale, imports, runtime),
         "## Write throughput (local backend, batches of 100)",
         "",
         "| path | per second | vs model batch | vs raw SQLite |",
@@ -539,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"- {name}: {share:.0%}" for name, share in load["stages"]],
         "",
         *conversation_section(conversations),
+        *runtime_section(runtime),
         *embedding_section(embedding),
         *peer_section(peer),
         "## Lambda handlers: cold import (best of 3, fresh interpreter) and package size (zipped)",
