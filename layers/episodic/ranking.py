@@ -31,6 +31,9 @@ TRUST_SCORES: Mapping[SourceTrust, float] = {
     SourceTrust.UNTRUSTED_CONTENT: 0.2,
 }
 
+COMPONENTS = ("relevance", "recency", "importance", "trust", "confidence")
+"""The weighted components of a score, in the order they are summed and reported."""
+
 CONFIDENCE_SCORES: Mapping[Confidence, float] = {
     Confidence.HIGH: 1.0,
     Confidence.MEDIUM: 0.6,
@@ -130,6 +133,7 @@ class Ranker:
         replies = {r: q for r, q in (replies or {}).items() if r in episodes and q in episodes}
         weights = self.weights.effective(has_query)
         compared = any(meaning for _, _, meaning in rounds.first.values())  # else no floor on meaning
+        w_relevance, w_recency, w_importance, w_trust, w_confidence = (weights[k] for k in COMPONENTS)
         scored = []
         for event_id in dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]):
             episode = episodes[event_id]
@@ -139,14 +143,14 @@ class Ranker:
                 relevance = 0.0
             elif not self._is_evidence(relevance, meaning, compared):
                 continue
-            parts = {
-                "relevance": relevance,
-                "recency": self.recency(episode.occurred_at, now),
-                "importance": episode.importance,
-                "trust": TRUST_SCORES[episode.source_trust],
-                "confidence": CONFIDENCE_SCORES[episode.confidence],
-            }
-            score = round(sum(weights[k] * v for k, v in parts.items()), 6)
+            parts = (relevance, self.recency(episode.occurred_at, now), episode.importance,
+                     TRUST_SCORES[episode.source_trust], CONFIDENCE_SCORES[episode.confidence])  # fmt: skip
+            # the weighted sum in COMPONENTS' order, as the components are reported
+            score = round(
+                w_relevance * parts[0] + w_recency * parts[1] + w_importance * parts[2] + w_trust * parts[3]
+                + w_confidence * parts[4],
+                6,
+            )  # fmt: skip
             scored.append((score, episode, parts, lexical, own_meaning, again, asked))
         scored.sort(key=lambda s: (-s[0], -s[1].occurred_at.timestamp(), s[1].event_id))
         # Only the items served are built and validated (a pool holds hundreds of candidates).
@@ -222,7 +226,7 @@ class _Rounds:
 def _served(
     score: float,
     episode: Episode,
-    parts: dict[str, float],
+    parts: tuple[float, ...],
     lexical: float,
     semantic: float,
     widened: float | None,
@@ -236,6 +240,6 @@ def _served(
         widened=None if widened is None else round(widened, 6),
         replies_to=replies_to,
         weights=weights,
-        **{k: round(v, 6) for k, v in parts.items()},
+        **{k: round(v, 6) for k, v in zip(COMPONENTS, parts, strict=True)},
     )
     return RecallItem(episode=episode, score=score, components=components)
