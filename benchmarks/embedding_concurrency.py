@@ -43,7 +43,7 @@ def measure(clients: Sequence[int] = (1, 8), per_client: int = 15) -> list[dict[
     model = worker._load()
 
     def direct(texts: Sequence[str]) -> Any:
-        return model.encode(list(texts), threads=1)  # as the worker runs a pass of one or two
+        return model.encode(list(texts), threads=1)  # as the workers run a small pass
 
     direct(["warm up"])
     worker.embed(["warm up the worker"])
@@ -59,7 +59,8 @@ def section(rows: list[dict[str, Any]]) -> list[str]:
         "## Query embedding under concurrency (`benchmarks/embedding_concurrency.py`)",
         "",
         "Distinct one-line queries; *before*: every client thread calls the model itself; *after*: the",
-        "embedder's worker gathers what waits into one forward pass (one core for one or two texts).",
+        "embedder's workers gather what waits into shared forward passes (one core for up to eight texts;",
+        "one worker per core).",
         "",
         "| clients | before: queries/s | before: p50 | after: queries/s | after: p50 | throughput ratio |",
         "|---:|---:|---:|---:|---:|---:|",

@@ -5,6 +5,7 @@ that pass. With the real model, but for the failing model, which is a named test
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -52,3 +53,45 @@ def test_given_a_failing_pass_when_callers_wait_then_each_gets_the_failure_and_t
         embedder.embed(["one"])
     embedder._model = minilm._load()
     assert len(embedder.embed(["two"])[0]) == 384  # the same worker serves the next pass
+
+
+class SlowRuntimeDouble:
+    """A runtime double whose pass takes 0.2 s and records how many passes run at once."""
+
+    name = "slow-double"
+    parallel_passes = True
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most_at_once = 0
+        self._lock = threading.Lock()
+
+    def encode(self, texts, *, threads, batch_size=64):
+        with self._lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        time.sleep(0.2)
+        with self._lock:
+            self.running -= 1
+        return np.zeros((len(texts), 384), dtype=np.float32)
+
+
+def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_runs_beside_it():
+    embedder = MiniLMEmbedder(cache_size=0, passes_at_once=2)
+    embedder._model = SlowRuntimeDouble()
+    callers = [threading.Thread(target=embedder.embed, args=([f"text {n}"],)) for n in range(2)]
+    for caller in callers:
+        caller.start()
+        time.sleep(0.05)  # the second arrives while the first pass runs
+    for caller in callers:
+        caller.join(timeout=10)
+    assert embedder._model.most_at_once == 2 and embedder.passes == 2
+    one = MiniLMEmbedder(cache_size=0, passes_at_once=1)
+    one._model = SlowRuntimeDouble()
+    callers = [threading.Thread(target=one.embed, args=([f"text {n}"],)) for n in range(2)]
+    for caller in callers:
+        caller.start()
+        time.sleep(0.05)
+    for caller in callers:
+        caller.join(timeout=10)
+    assert one._model.most_at_once == 1  # one worker: the second waits for the next pass

@@ -45,6 +45,8 @@ class Runtime(Protocol):
     """What the embedder's worker needs from a runtime: unit vectors, row per text, in order."""
 
     name: str
+    parallel_passes: bool
+    """Whether two passes may run at once from two threads (each with its own thread count)."""
 
     def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any: ...
 
@@ -135,6 +137,7 @@ class TorchMiniLM:
     """sentence-transformers on PyTorch: the reference, the exporter, and the fallback."""
 
     name = "torch"
+    parallel_passes = False  # torch.set_num_threads is global to the process
     _shared: Any = None
     _lock = threading.Lock()
 
@@ -160,6 +163,7 @@ class OnnxMiniLM:
     """The exported graph on ONNX Runtime, with the model's own fast tokenizer (no PyTorch)."""
 
     name = "onnx"
+    parallel_passes = True  # sessions are thread-safe, each run releases the GIL
 
     def __init__(self, path: Path) -> None:
         import onnxruntime
