@@ -38,12 +38,12 @@ def _corpus() -> list[tuple[list[str], list[str]]]:
 def _agreement(corpus: list[tuple[list[str], list[str]]], runtimes: dict[str, Any]) -> dict[str, float]:
     overlaps, identical, worst = [], 0, 0.0
     for turns, questions in corpus:
-        tops = {}
+        tops, turn_vectors = {}, {}
         for name, runtime in runtimes.items():
-            scores = runtime.encode(questions, threads=2) @ runtime.encode(turns, threads=2).T
+            turn_vectors[name] = runtime.encode(turns, threads=2)
+            scores = runtime.encode(questions, threads=2) @ turn_vectors[name].T
             tops[name] = np.argsort(-scores, axis=1, kind="stable")[:, :10]
-        torch_vectors = runtimes["torch"].encode(turns, threads=2)
-        worst = max(worst, float(np.abs(runtimes["onnx"].encode(turns, threads=2) - torch_vectors).max()))
+        worst = max(worst, float(np.abs(turn_vectors["onnx"] - turn_vectors["torch"]).max()))
         for mine, theirs in zip(tops["onnx"], tops["torch"], strict=True):
             overlaps.append(len(set(mine) & set(theirs)) / 10)
             identical += list(mine) == list(theirs)

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from episodic.adapters.local.minilm_runtime import Runtime, load_runtime
+from episodic.adapters.local.minilm_runtime import DIMENSION, Runtime, load_runtime
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DIMENSION = 384
 
 
 SMALL_PASS = 8
@@ -79,6 +78,8 @@ class MiniLMEmbedder:
         self._cache_lock = threading.Lock()
         self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
+        self._wanted_workers = 0
+        """How many workers to keep, decided once the runtime is known (0: not yet)."""
         self._worker_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self.passes = 0
@@ -132,8 +133,10 @@ class MiniLMEmbedder:
     def _start_workers(self) -> None:
         with self._worker_lock:
             self._workers = [worker for worker in self._workers if worker.is_alive()]
-            wanted = self._passes_at_once or (_cores() if getattr(self._load(), "parallel_passes", False) else 1)
-            while len(self._workers) < wanted:
+            if not self._wanted_workers:
+                parallel = getattr(self._load(), "parallel_passes", False)
+                self._wanted_workers = self._passes_at_once or (_cores() if parallel else 1)
+            while len(self._workers) < self._wanted_workers:
                 worker = threading.Thread(target=self._work, name=f"minilm-worker-{len(self._workers)}", daemon=True)
                 worker.start()
                 self._workers.append(worker)
