@@ -204,6 +204,19 @@ def test_given_an_actor_when_erased_then_episodes_archive_and_citing_summaries_a
     assert "gail" not in erased[0].model_dump_json()
 
 
+def test_given_the_newest_episode_erased_when_another_is_written_then_recall_finds_it_by_meaning(service):
+    """Locally the next write used to take the erased row's rowid, which the vector cache had
+    already passed: the new episode could not be found by meaning until a restart."""
+    service.remember(AGENT, proposal(summary="Maria adopted a grey kitten named Pixel from the shelter"))
+    newest = service.remember(AGENT, proposal(summary="The quarterly budget review moved to Thursday afternoon"))
+    assert service.recall(AGENT, RecallRequest(query="feline pet", actor_id="user-1")).items  # vectors now cached
+    service.erase(AGENT, newest.event_id)
+    bike = service.remember(AGENT, proposal(summary="Jonas bought a bright red bicycle for commuting"))
+    found = service.recall(AGENT, RecallRequest(query="two-wheeled vehicle purchase", actor_id="user-1")).items
+    assert [i.episode.event_id for i in found][:1] == [bike.event_id]
+    assert found[0].components.lexical == 0.0 and found[0].components.semantic > 0.3  # found by meaning alone
+
+
 def test_given_a_retained_episode_when_an_agent_erases_it_then_only_an_operator_may(service):
     held = service.remember(AGENT, proposal(retention={"deleteOnRequest": False}))
     with pytest.raises(ForbiddenError):

@@ -32,13 +32,28 @@ from episodic.errors import ConflictError, StorageError
 from episodic.model import Episode
 from episodic.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
 
+ROWID_FLOOR = "episodes_rowid_floor"
+"""``meta`` key: the highest rowid ever deleted from ``episodes``.
+
+Why rowids are never reused: SQLite gives a new row the largest rowid plus one, so erasing the
+newest episode would hand its rowid to the next write. The vector cache follows the table by a
+rowid watermark (:mod:`.vectors`): it would never load the new row's vector (the episode could
+not be found by meaning until a restart), and another ``--workers`` process, which still holds
+the erased row's vector, would rank the new episode by it."""
+
+NEXT_ROWID = (
+    "(SELECT max(coalesce((SELECT max(rowid) FROM episodes), 0), "
+    f"coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{ROWID_FLOOR}'), 0)) + 1)"
+)
+"""The rowid a new episode gets: above every rowid the table holds or ever held."""
+
 
 def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None) -> None:
     """The episode row with its vector, plus its tags, source references and FTS text."""
     expires = episode.retention.expires_at
     cur = conn.execute(
-        "INSERT INTO episodes (tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
-        "occurred_at, expires_at, doc, vector, embedder) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO episodes (rowid, tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
+        f"occurred_at, expires_at, doc, vector, embedder) VALUES ({NEXT_ROWID},?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             episode.tenant_id,
             episode.event_id,
@@ -79,6 +94,11 @@ def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int 
     conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+        "SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+        (ROWID_FLOOR, rowid),
+    )
     return int(rowid)
 
 

@@ -1,0 +1,60 @@
+"""Rowids of the local store are never reused, on the real SQLite store: the vector cache
+follows the table by rowid, so a reused rowid would hide a new episode from recall by meaning
+and, in another process still holding the erased row's vector, rank it by that vector."""
+
+import numpy as np
+
+from episodic.adapters.local.sqlite_store import SqliteStore
+from episodic.ports import Changes, NewEpisode, Scope
+from tests.integration.test_scope_cache import NOW, episode, rowid
+
+MODEL = "m1"
+
+
+def unit(seed: int) -> list[float]:
+    vector = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return (vector / np.linalg.norm(vector)).tolist()
+
+
+def put(store: SqliteStore, n: int) -> None:
+    store.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), unit(n), MODEL)]))
+
+
+def erase(store: SqliteStore, n: int) -> None:
+    store.apply(Changes(tenant_id="acme", delete=[f"E{n:05d}"]))
+
+
+def nearest(store: SqliteStore, seed: int) -> tuple[str, float]:
+    found = store.candidates(Scope(tenant_id="acme", now=NOW), None, unit(seed), 5).items
+    return found[0].event_id, found[0].semantic
+
+
+def test_given_the_newest_episode_erased_by_another_process_then_the_next_write_is_found_by_its_own_vector(tmp_path):
+    path = tmp_path / "db.sqlite"
+    serving = SqliteStore(path, embedder=MODEL)
+    put(serving, 1)
+    put(serving, 2)
+    assert nearest(serving, 2) == ("E00002", 1.0)  # the serving process now holds both vectors
+    erasing = SqliteStore(path, embedder=MODEL)  # another --workers process on the same file
+    erase(erasing, 2)
+    put(erasing, 3)
+    assert rowid(erasing, "E00003") > 2
+    event_id, similarity = nearest(serving, 3)
+    assert event_id == "E00003" and abs(similarity - 1.0) < 1e-5
+    serving.close()
+    erasing.close()
+
+
+def test_given_the_newest_episode_erased_before_a_restart_then_its_rowid_is_not_given_again(tmp_path):
+    path = tmp_path / "db.sqlite"
+    store = SqliteStore(path, embedder=MODEL)
+    for n in (1, 2, 3):
+        put(store, n)
+    erase(store, 3)
+    erase(store, 2)  # the floor keeps the highest rowid ever erased, whatever the order
+    store.close()
+    reopened = SqliteStore(path, embedder=MODEL)
+    put(reopened, 4)
+    assert rowid(reopened, "E00004") == 4
+    assert nearest(reopened, 4)[0] == "E00004"
+    reopened.close()
