@@ -44,6 +44,7 @@ def test_given_the_onnx_graph_when_it_encodes_then_its_vectors_are_pytorchs(onnx
 
 def test_given_an_empty_cache_when_the_model_is_needed_then_it_is_exported_once_and_reused(tmp_path):
     first = onnx_model(tmp_path)
+    assert TorchMiniLM._shared is None  # the exporter's copy of PyTorch's model is not kept
     written = first.stat().st_mtime_ns
     again = onnx_model(tmp_path)
     assert again == first and again.stat().st_mtime_ns == written  # not exported a second time

