@@ -11,10 +11,14 @@ Expiry needs no generation: the answer is kept without the ``expires_at > now`` 
 with each row's expiry, which is applied (vectorised) at every use, so an episode leaves recall
 the moment it expires even though nothing was written.
 
-Only scopes of at least ``min_rows`` are kept (a small one costs less to admit than to keep:
-it is admitted with the expiry condition in the SQL, one column, which is half the work), at
-most ``capacity`` of them, least recently used first out; a kept scope that went stale is
-admitted again directly with its expiries. Nothing of an episode's content is
+Scopes of at least ``min_rows`` are kept from their first recall, at most ``capacity`` of them,
+least recently used first out; a kept one that went stale is admitted again with its expiries.
+A smaller scope is kept only when it is asked for again under the same generation (a burst of
+recalls with no write between them, as an agent's session often starts): admitting it for
+keeping reads two columns, twice the work of admitting it for one recall with the expiry
+condition in the SQL, which is what a small scope costs whenever writes come between its
+recalls. Kept small scopes have an LRU of their own (``small_capacity``, at most ~10 MB of rowids
+and expiries), so many of them never push out a large one. Nothing of an episode's content is
 kept: rowids and expiry times.
 """
 
@@ -24,6 +28,7 @@ import dataclasses
 import sqlite3
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,12 +43,14 @@ _DAWN = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class ScopeCache:
-    """Large scopes' rowids and expiries, each under the tenant generation it was read at."""
+    """Scopes' rowids and expiries, each under the tenant generation it was read at."""
 
-    def __init__(self, capacity: int = 32, min_rows: int = 5_000) -> None:
-        self.capacity = capacity
+    def __init__(self, capacity: int = 32, min_rows: int = 5_000, small_capacity: int = 128) -> None:
         self.min_rows = min_rows
-        self._kept: OrderedDict[Scope, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
+        self._large = _Kept(capacity)
+        self._small = _Kept(small_capacity)
+        self._seen = _Kept(small_capacity)
+        """Small scopes admitted once, with the generation they were admitted under."""
         self._lock = threading.Lock()
 
     def rowids(self, conn: sqlite3.Connection, scope: Scope) -> np.ndarray:
@@ -52,22 +59,52 @@ class ScopeCache:
         generation = (row.fetchone() or (0,))[0]
         timeless = dataclasses.replace(scope, now=_DAWN)  # the key: every filter but the clock
         with self._lock:
-            kept = self._kept.get(timeless)
-            if kept is not None:
-                self._kept.move_to_end(timeless)
-        if kept is None:  # not known to be large: admit it as it is now, and keep it if it is large
-            ids = admitted_now(conn, scope)
-            if len(ids) < self.min_rows:
-                return ids
+            kept = self._large.get(timeless) or self._small.get(timeless)
         if kept is None or kept[0] != generation:
-            kept = (generation, *admitted(conn, timeless))
             with self._lock:
-                self._kept[timeless] = kept
-                self._kept.move_to_end(timeless)
-                while len(self._kept) > self.capacity:
-                    self._kept.popitem(last=False)
+                again = self._seen.get(timeless) == generation
+            if not again and (kept is None or len(kept[1]) < self.min_rows):  # not known to be large or asked for
+                ids = admitted_now(conn, scope)  # as it is now: one column
+                if len(ids) < self.min_rows:
+                    with self._lock:
+                        self._seen.put(timeless, generation)
+                    return ids
+            kept = (generation, *admitted(conn, timeless))
+            large = len(kept[1]) >= self.min_rows
+            with self._lock:
+                (self._large if large else self._small).put(timeless, kept)
+                (self._small if large else self._large).discard(timeless)
         _, ids, expiries = kept
         return ids[expiries > micros(scope.now)]
+
+
+class _Kept:
+    """A small LRU map (the caller holds the cache's lock)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Scope, Any] = OrderedDict()
+
+    def get(self, key: Scope) -> Any:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: Scope, value: Any) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    def discard(self, key: Scope) -> None:
+        self._items.pop(key, None)
+
+    def __iter__(self) -> Iterator[Scope]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def admitted_now(conn: sqlite3.Connection, scope: Scope) -> np.ndarray:
