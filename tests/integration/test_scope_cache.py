@@ -1,31 +1,13 @@
-"""Large scopes kept between recalls, on the real SQLite store: stale the moment anything changes."""
+"""Scopes kept between recalls, on the real SQLite store: stale the moment anything changes."""
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from episodic.adapters.local.scope_cache import ScopeCache
 from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode, Status
-from episodic.ports import Changes, NewEpisode, Scope, StatusChange
-
-NOW = datetime(2026, 11, 20, tzinfo=UTC)
-
-
-def episode(n: int, tenant: str = "acme", actor: str = "a", expires: datetime | None = None) -> Episode:
-    return Episode.model_validate(
-        {"eventType": "tool_observed_event", "actorId": actor, "tenantId": tenant, "eventId": f"E{n:05d}",
-         "occurredAt": NOW, "recordedAt": NOW, "policyVersion": "v", "summary": f"observation {n}",
-         "sourceRefs": ["t:1"], "sourceTrust": "tool_result",
-         "retention": {"expiresAt": expires.isoformat() if expires else None}}
-    )  # fmt: skip
-
-
-def put(store: SqliteStore, episodes: list[Episode]) -> None:
-    store.apply(Changes(tenant_id=episodes[0].tenant_id, put=[NewEpisode(e, None) for e in episodes]))
-
-
-def rowid(store: SqliteStore, event_id: str) -> int:
-    return store._one("SELECT rowid FROM episodes WHERE event_id = ?", (event_id,))[0]
+from episodic.model import Status
+from episodic.ports import Changes, Scope, StatusChange
+from tests.support.stored import NOW, episode, put, rowid
 
 
 class Admissions:

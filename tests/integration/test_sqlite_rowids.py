@@ -6,7 +6,7 @@ import numpy as np
 
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.ports import Changes, NewEpisode, Scope
-from tests.integration.test_scope_cache import NOW, episode, rowid
+from tests.support.stored import NOW, episode, rowid
 
 MODEL = "m1"
 
@@ -16,7 +16,7 @@ def unit(seed: int) -> list[float]:
     return (vector / np.linalg.norm(vector)).tolist()
 
 
-def put(store: SqliteStore, n: int) -> None:
+def write(store: SqliteStore, n: int) -> None:
     store.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), unit(n), MODEL)]))
 
 
@@ -32,12 +32,12 @@ def nearest(store: SqliteStore, seed: int) -> tuple[str, float]:
 def test_given_the_newest_episode_erased_by_another_process_then_the_next_write_is_found_by_its_own_vector(tmp_path):
     path = tmp_path / "db.sqlite"
     serving = SqliteStore(path, embedder=MODEL)
-    put(serving, 1)
-    put(serving, 2)
+    write(serving, 1)
+    write(serving, 2)
     assert nearest(serving, 2) == ("E00002", 1.0)  # the serving process now holds both vectors
     erasing = SqliteStore(path, embedder=MODEL)  # another --workers process on the same file
     erase(erasing, 2)
-    put(erasing, 3)
+    write(erasing, 3)
     assert rowid(erasing, "E00003") > 2
     event_id, similarity = nearest(serving, 3)
     assert event_id == "E00003" and abs(similarity - 1.0) < 1e-5
@@ -49,12 +49,12 @@ def test_given_the_newest_episode_erased_before_a_restart_then_its_rowid_is_not_
     path = tmp_path / "db.sqlite"
     store = SqliteStore(path, embedder=MODEL)
     for n in (1, 2, 3):
-        put(store, n)
+        write(store, n)
     erase(store, 3)
     erase(store, 2)  # the floor keeps the highest rowid ever erased, whatever the order
     store.close()
     reopened = SqliteStore(path, embedder=MODEL)
-    put(reopened, 4)
+    write(reopened, 4)
     assert rowid(reopened, "E00004") == 4
     assert nearest(reopened, 4)[0] == "E00004"
     reopened.close()

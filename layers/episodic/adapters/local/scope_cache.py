@@ -60,9 +60,8 @@ class ScopeCache:
         timeless = dataclasses.replace(scope, now=_DAWN)  # the key: every filter but the clock
         with self._lock:
             kept = self._large.get(timeless) or self._small.get(timeless)
+            again = self._seen.get(timeless) == generation  # a small scope asked for again, no write between
         if kept is None or kept[0] != generation:
-            with self._lock:
-                again = self._seen.get(timeless) == generation
             if not again and (kept is None or len(kept[1]) < self.min_rows):  # not known to be large or asked for
                 ids = admitted_now(conn, scope)  # as it is now: one column
                 if len(ids) < self.min_rows:
