@@ -196,6 +196,32 @@ def _stages(collapsed: Path) -> list[tuple[str, float]]:
     return [(name, n / total) for name, n in counts.most_common()] if total else []
 
 
+def _tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds (user + system) the process ``root`` and every descendant have used so far, from
+    ``/proc`` (Linux; ``None`` elsewhere). ``--workers`` forks, so the server is a process tree."""
+    proc = Path("/proc")
+    if not (proc / str(root) / "stat").exists():
+        return None
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # the process ended while we looked
+            continue
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])  # after the name: state, ppid, ...; utime and stime are the 12th and 13th
+        used[pid] = (int(fields[11]) + int(fields[12])) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(used.get(pid, 0.0) for pid in tree)
+
+
 def quantile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) > 2 else (max(values) if values else 0.0)
 
@@ -219,6 +245,7 @@ def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
             threads = [threading.Thread(target=_client_loop, args=(base, w, stop, out)) for w in range(clients)]
+            server_cpu_before, generator_cpu_before = _tree_cpu_seconds(server.pid), time.process_time()
             started = time.perf_counter()
             for thread in threads:
                 thread.start()
@@ -227,6 +254,7 @@ def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1
             for thread in threads:
                 thread.join()
             wall = time.perf_counter() - started
+            server_cpu_after, generator_cpu = _tree_cpu_seconds(server.pid), time.process_time() - generator_cpu_before
             stages = []
             if spy is not None:
                 spy.wait(timeout=120)
@@ -236,6 +264,7 @@ def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1
             server.terminate()
             server.wait(timeout=30)
     everything = out["write"] + out["recall"]
+    cpu = _cpu_bound(server_cpu_before, server_cpu_after, generator_cpu, wall, len(everything))
     return {
         "clients": clients,
         "workers": workers,
@@ -252,6 +281,26 @@ def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1
         "acknowledged_writes": len(out["acknowledged"]),
         "lost_writes": lost,
         "stages": [(name, round(share, 3)) for name, share in stages],
+        **cpu,
+    }
+
+
+def _cpu_bound(
+    before: float | None, after: float | None, generator: float, wall: float, requests: int
+) -> dict[str, Any]:
+    """What the CPU allows: the server's CPU time per request during the load and the rate the
+    machine's cores could serve at that cost (``cpu_ceiling_per_s``), beside the cores the
+    server and this load generator kept busy. Empty without ``/proc``."""
+    if before is None or after is None or not requests:
+        return {}
+    cores = os.cpu_count() or 1
+    cpu_ms = (after - before) * 1000 / requests
+    return {
+        "server_cpu_ms_per_request": round(cpu_ms, 2),
+        "cpu_ceiling_per_s": round(cores * 1000 / cpu_ms, 1) if cpu_ms else None,
+        "server_cores_busy": round((after - before) / wall, 2),
+        "generator_cores_busy": round(generator / wall, 2),
+        "cores": cores,
     }
 
 

@@ -3,7 +3,10 @@
 For each tenant size N (10k, 100k, 1M episodes) and scope size S (1k, 100k), it times the
 recall index's vector path (scope filter in SQLite, then exact or inverted-file search) --
 excluding the query embedding, with random unit vectors -- shows how much of it is the scope's
-SQL alone, and compares it, in the same process, with:
+SQL alone (what admitting the scope costs when it is not kept, i.e. after a write), and numpy
+gathering and scoring the scope's rows when they are already known ("gather": memory latency and
+arithmetic, no SQL -- for a small scope in a large tenant, the floor of the exact path; a large
+scope is not gathered row by row), and compares it, in the same process, with:
 
 * the textbook implementation: a plain Python loop over all memories (filter, dot product,
   sort), timed on a few queries because it is slow;
@@ -205,6 +208,12 @@ def measure_scope(
         exact = [all_ids[i] for i in np.argsort(-sims)[:10]]
         numpy_ms.append((time.perf_counter() - t0) * 1000)
         agree += len(set(got) & set(exact))
+    rows = np.flatnonzero(scope_mask)  # numpy given this scope's rows: gathered and scored, no SQL
+    gather_ms = []
+    for q in queries:
+        t0 = time.perf_counter()
+        np.argpartition(-(matrix[rows] @ q), 10)[:10]
+        gather_ms.append((time.perf_counter() - t0) * 1000)
     admit_ms = []
     with store.reading() as conn:
         for _ in queries:
@@ -219,7 +228,7 @@ def measure_scope(
     used = store.vectors.strategies.most_common(1)[0][0]
     return {
         "p50": statistics.median(index_ms), "p99": pct(index_ms, 99), "strategy": used,
-        "admit": statistics.median(admit_ms),
+        "admit": statistics.median(admit_ms), "gather": statistics.median(gather_ms),
         "book": statistics.median(book_ms), "brute": statistics.median(numpy_ms),
         "agree": agree / (10 * len(queries)),
     }  # fmt: skip
@@ -242,7 +251,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     scope_sizes = [int(s) for s in args.scopes.split(",")]
     rng = np.random.default_rng(11)
-    print(f"{'tenant':>9} {'scope':>8} {'index p50':>10} {'p99':>8} {'scope SQL':>9} {'strategy':>8} "
+    print(f"{'tenant':>9} {'scope':>8} {'index p50':>10} {'p99':>8} {'scope SQL':>9} {'gather':>7} {'strategy':>8} "
           f"{'textbook':>10} {'x':>7} {'numpy-all':>10} {'x':>6} {'top10 agree':>11}")  # fmt: skip
     notes: list[str] = []
     results: list[dict[str, Any]] = []
@@ -284,6 +293,7 @@ def main() -> int:
                 results.append({"tenant": total, "scope": size, **m})
                 print(
                     f"{total:>9,} {size:>8,} {m['p50']:>8.2f}ms {m['p99']:>6.1f}ms {m['admit']:>7.2f}ms "
+                    f"{m['gather']:>5.2f}ms "
                     f"{m['strategy']:>8} "
                     f"{m['book']:>8.0f}ms {m['book'] / m['p50']:>6.0f}x {m['brute']:>8.2f}ms "
                     f"{m['brute'] / m['p50']:>5.1f}x {m['agree']:>11.3f}"

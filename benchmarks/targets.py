@@ -23,11 +23,12 @@ def _scale(rows: list[dict[str, Any]], tenant: int, scope: int | None = None) ->
     return None
 
 
-def _million(rows: list[dict[str, Any]]) -> tuple[str, str]:
+def _million(rows: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """The 1M rows' "now" figures (the 1,000 scope, the 10% scope) and the 1,000 scope's bound."""
     small, tenth, timing = _scale(rows, 1_000_000, 1_000), _scale(rows, 1_000_000, 100_000), _scale(rows, 1_000_000)
     if small is None or tenth is None or timing is None:
         missing = "not measured in this run (`episodic bench --full`)"
-        return missing, missing
+        return missing, missing, missing
     return (
         f"p50 {small['p50']:.2f} ms (scope SQL {small['admit']:.2f} ms)",
         f"p50 {tenth['p50']:.1f} ms (scope SQL {tenth['admit']:.1f} ms), agreement {tenth['agree']:.3f}; "
@@ -35,7 +36,15 @@ def _million(rows: list[dict[str, Any]]) -> tuple[str, str]:
         f"ready {timing['built_s']:.0f} s later; after a restart loaded in {timing['loaded_s']:.1f} s; "
         f"`episodic serve` reads it at start ({timing['warmed_s']:.0f} s, in the background), then the first "
         f"query takes {timing['warm_first_ms']:,.1f} ms",
-    )
+        _bound(small["p50"] <= 1.0,
+               f"memory: numpy given the scope's 1,000 rows gathers and scores them from the 1M tenant's "
+               f"matrix in {small['gather']:.2f} ms; the path's p50 is {small['p50'] / small['gather']:.1f}x that; "
+               f"admitting the scope in SQL, when a write made it stale, {small['admit']:.2f} ms"),
+    )  # fmt: skip
+
+
+def _bound(met: bool, what: str) -> str:
+    return "met" if met else what
 
 
 def section(
@@ -48,40 +57,87 @@ def section(
 ) -> list[str]:
     """Markdown lines: one row per target of issue #14 (``runtime``: the model on PyTorch, for the
     recall row, as the issue's own "before" measured the model there)."""
-    small, tenth = _million(scale)
-    recall_ratio = latency["recall_p50_ms"] / latency["model_p50_ms"]
+    small, tenth, small_bound = _million(scale)
+    recall_ratio = latency["recall_only_p50_ms"] / latency["model_p50_ms"]
     batch_ratio = writes["with_embedding_per_s"] / writes["model_texts_per_s"]
     torch_ms = runtime["speed"]["torch"]["single_p50_ms"]
+    met_import = imports.get(LAMBDA_SHIPPED, imports.get("functions.api", 1e9)) <= 300
     rows = [
         ("recall over HTTP, tenant of 2,000, vs the model's own single query",
          "p50 120 ms vs 6.7 ms (18x)",
-         f"p50 {latency['recall_p50_ms']:.1f} ms vs {latency['model_p50_ms']:.1f} ms on ONNX Runtime "
-         f"({recall_ratio:.2f}x); the same model on PyTorch takes {torch_ms:.1f} ms a query "
-         f"({latency['recall_p50_ms'] / torch_ms:.2f}x)", "≤ 2x"),
+         f"p50 {latency['recall_only_p50_ms']:.1f} ms vs {latency['model_p50_ms']:.1f} ms on ONNX Runtime "
+         f"({recall_ratio:.2f}x), recalls back to back; each right after a write "
+         f"{latency['recall_p50_ms']:.1f} ms ({latency['recall_p50_ms'] / latency['model_p50_ms']:.2f}x); the "
+         f"same model on PyTorch takes {torch_ms:.1f} ms a query "
+         f"({latency['recall_only_p50_ms'] / torch_ms:.2f}x)", "≤ 2x",
+         _bound(recall_ratio <= 2, _recall_bound(latency))),
         ("mixed load, 16 clients, 30% writes", "42 req/s, p50 321 ms, p99 956 ms",
          f"{load['per_second']} req/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms (`--workers 2`), "
          f"{load['errors']} errors, {load['lost_writes']} of {load['acknowledged_writes']} writes lost",
-         "≥ 150 req/s, p99 ≤ 250 ms"),
+         "≥ 150 req/s, p99 ≤ 250 ms", _bound(load["per_second"] >= 150 and load["p99_ms"] <= 250, _load_bound(load))),
         ("write path without embedding", "1,447/s",
          f"{writes['without_embedding_per_s']:,.0f}/s (the policy alone: {writes['policy_alone_per_s']:,.0f}/s)",
-         "≥ 5,000/s"),
-        ("`remember_batch` vs the embedder's batch rate", "0.70", f"{batch_ratio:.2f}", "≥ 0.90"),
-        ("1M tenant, 1,000-episode scope, vector path", "p50 1.40 ms", small, "p50 ≤ 1 ms"),
+         "≥ 5,000/s", _bound(writes["without_embedding_per_s"] >= 5000, _write_bound(writes))),
+        ("`remember_batch` vs the embedder's batch rate", "0.70", f"{batch_ratio:.2f}", "≥ 0.90",
+         _bound(batch_ratio >= 0.9, _batch_bound(writes))),
+        ("1M tenant, 1,000-episode scope, vector path", "p50 1.40 ms", small, "p50 ≤ 1 ms", small_bound),
         ("1M tenant, 10% scope", "p50 114 ms, agreement 0.935, first query pays a 4-minute HNSW build", tenth,
-         "p50 ≤ 30 ms, agreement ≥ 0.98, no query pays a build"),
-        ("`functions.api` cold import", "not measured", _cold_import(imports), "≤ 300 ms"),
+         "p50 ≤ 30 ms, agreement ≥ 0.98, no query pays a build", "met" if "not measured" not in tenth else tenth),
+        ("`functions.api` cold import", "not measured", _cold_import(imports), "≤ 300 ms",
+         _bound(met_import, "Python importing the API's modules (the import profile below)")),
     ]  # fmt: skip
     return [
         "## Issue #14's targets, before and now",
         "",
-        '"Before" quotes the issue\'s own measurements; "now" is this run. Where a target is not',
-        "met, the sections below show with a profile what bounds it.",
+        '"Before" quotes the issue\'s own measurements; "now" is this run. Where a target is not met, the last',
+        "column says what bounds it and how far the path is from that bound, from this run's figures; the",
+        "sections below show the profiles behind them.",
         "",
-        "| what | before | now | target |",
-        "|---|---|---|---|",
-        *[f"| {what} | {before} | {now} | {target} |" for what, before, now, target in rows],
+        "| what | before | now | target | bound, and how far from it |",
+        "|---|---|---|---|---|",
+        *[f"| {what} | {before} | {now} | {target} | {bound} |" for what, before, now, target, bound in rows],
         "",
     ]
+
+
+def _recall_bound(latency: dict[str, Any]) -> str:
+    model, in_process = latency["model_p50_ms"], latency["in_process_only_p50_ms"]
+    over_http = latency["recall_only_p50_ms"]
+    return (
+        f"the model's own query ({model:.1f} ms) plus the service's work over it, back to back: in process "
+        f"{in_process - model:.1f} ms (SQLite, ranking, audit: profile below), HTTP {over_http - in_process:.1f} ms; "
+        f"2x needs both together at ≤ {model:.1f} ms"
+    )
+
+
+def _load_bound(load: dict[str, Any]) -> str:
+    if "cpu_ceiling_per_s" not in load:
+        return "the CPU (not measured here: no /proc)"
+    return (
+        f"the CPU: {load['server_cpu_ms_per_request']:.1f} ms of server CPU a request, so at most "
+        f"{load['cpu_ceiling_per_s']:.0f} req/s on {load['cores']} cores; reached "
+        f"{load['per_second'] / load['cpu_ceiling_per_s']:.2f} of it (server {load['server_cores_busy']:.2f} cores "
+        f"busy, load generator {load['generator_cores_busy']:.2f}); 150 req/s needs ≤ "
+        f"{load['cores'] * 1000 / 150:.1f} ms a request"
+    )
+
+
+def _write_bound(writes: dict[str, Any]) -> str:
+    policy = writes["policy_alone_per_s"]
+    return (
+        f"the write policy: {1000 / policy:.2f} ms a proposal ({policy:,.0f}/s alone, profile below); the path "
+        f"reaches {writes['without_embedding_per_s'] / policy:.2f} of it; 5,000/s needs policy and store "
+        "together at ≤ 0.20 ms"
+    )
+
+
+def _batch_bound(writes: dict[str, Any]) -> str:
+    model, policy = writes["model_texts_per_s"], writes["policy_alone_per_s"]
+    series = policy / (policy + model)
+    return (
+        f"the model and the policy in series: {series:.2f}; the path reaches "
+        f"{writes['with_embedding_per_s'] / model / series:.2f} of that bound"
+    )
 
 
 def _cold_import(imports: dict[str, float]) -> str:

@@ -1,0 +1,73 @@
+"""The benchmark's account of what bounds each of issue #14's targets: the server's CPU time is
+read from the whole process tree (``--workers`` forks), and the targets table names a bound for
+every row it does not mark met."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+
+import pytest
+
+from benchmarks.mixed_load import _cpu_bound, _tree_cpu_seconds
+from benchmarks.targets import section
+
+
+def _spin(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_given_a_child_process_burning_cpu_when_the_tree_is_read_then_its_time_counts() -> None:
+    before = _tree_cpu_seconds(os.getpid())
+    assert before is not None
+    child = multiprocessing.get_context("fork").Process(target=_spin, args=(0.6,))
+    child.start()
+    while child.is_alive():
+        during = _tree_cpu_seconds(os.getpid())
+        time.sleep(0.05)
+    child.join()
+    assert during is not None and during - before >= 0.3  # the child's spin, read while it was alive
+
+
+def test_given_no_proc_reading_then_the_cpu_bound_is_left_out() -> None:
+    assert _cpu_bound(None, None, 0.1, 10.0, 100) == {}
+    bound = _cpu_bound(10.0, 28.0, 1.5, 10.0, 1000)
+    assert bound["server_cpu_ms_per_request"] == 18.0
+    assert bound["cpu_ceiling_per_s"] == pytest.approx((os.cpu_count() or 1) * 1000 / 18.0, abs=0.1)
+    assert bound["server_cores_busy"] == 1.8
+
+
+def _figures(policy_per_s: float, path_per_s: float) -> tuple[dict, dict, dict, dict]:
+    writes = {"model_texts_per_s": 300.0, "policy_alone_per_s": policy_per_s, "without_embedding_per_s": path_per_s,
+              "with_embedding_per_s": 240.0}  # fmt: skip
+    latency = {"model_p50_ms": 6.0, "in_process_only_p50_ms": 16.0, "recall_only_p50_ms": 19.0, "recall_p50_ms": 21.0}
+    load = {"per_second": 95.0, "p50_ms": 140.0, "p99_ms": 450.0, "errors": 0, "lost_writes": 0,
+            "acknowledged_writes": 800, **_cpu_bound(0.0, 18.0, 1.5, 10.0, 1000)}  # fmt: skip
+    runtime = {"speed": {"torch": {"single_p50_ms": 14.0}}}
+    return writes, latency, load, runtime
+
+
+def test_given_unmet_targets_then_each_row_names_its_bound_and_the_distance() -> None:
+    writes, latency, load, runtime = _figures(policy_per_s=2500.0, path_per_s=1600.0)
+    table = "\n".join(section(writes, latency, load, [], {"functions.api": 240.0}, runtime))
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[-1] for line in table.splitlines() if "|" in line}
+    recall = rows["recall over HTTP, tenant of 2,000, vs the model's own single query"]
+    assert "the model's own query (6.0 ms)" in recall
+    assert "in process 10.0 ms" in recall and "HTTP 3.0 ms" in recall
+    assert "the CPU: 18.0 ms" in rows["mixed load, 16 clients, 30% writes"]
+    assert "reaches 0.64 of it" in rows["write path without embedding"]
+    assert "in series: 0.89" in rows["`remember_batch` vs the embedder's batch rate"]
+    assert "not measured" in rows["1M tenant, 1,000-episode scope, vector path"]
+    assert rows["`functions.api` cold import"].startswith("met")
+
+
+def test_given_a_met_target_then_its_row_says_met() -> None:
+    writes, latency, load, runtime = _figures(policy_per_s=9000.0, path_per_s=6000.0)
+    table = "\n".join(section(writes, latency, load, [], {"functions.api": 240.0}, runtime))
+    write_row = next(line for line in table.splitlines() if line.startswith("| write path without embedding"))
+    assert write_row.endswith("| met |")
