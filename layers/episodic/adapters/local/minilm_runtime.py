@@ -9,13 +9,15 @@ and their top-10 agreement in one run). PyTorch stays as the fallback and the ex
 The ONNX graph is not shipped: it is exported from the installed weights the first time it is
 needed (a few seconds, needs ``torch`` and ``onnx``), checked against PyTorch on probe
 sentences, and kept in ``EPISODIC_MODEL_CACHE`` (default ``~/.cache/episodic``), keyed by the
-weights file, so later starts never import PyTorch at all. ``EPISODIC_EMBEDDER_RUNTIME=torch``
+weights' content, so later starts -- and later installs of the same weights -- never import
+PyTorch at all. ``EPISODIC_EMBEDDER_RUNTIME=torch``
 skips it; a failed export or check logs why and falls back to PyTorch.
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import logging
 import os
 import threading
@@ -41,6 +43,9 @@ PROBES = (
 """Texts the exported graph must encode as PyTorch does (empty, short, truncated, non-ASCII)."""
 TOLERANCE = 1e-4
 DEFAULT_CACHE = Path("~/.cache/episodic")
+GRAPH_PREFIX = "all-minilm-l6-v2-f"
+DIGESTS_KEPT = 16
+"""How many installs' weight digests the cache remembers (a few bytes each)."""
 
 
 class Runtime(Protocol):
@@ -75,13 +80,18 @@ def _weights() -> Path:
 
 
 def onnx_model(directory: Path) -> Path:
-    """The exported graph for the installed weights, exported and checked first if not cached."""
+    """The exported graph for the installed weights, exported and checked first if not cached.
+
+    Keyed by the weights' content, not their file's time: every fresh install (a new venv, a
+    clone's ``make setup``) writes the same weights with a new mtime, and keying by it exported
+    another 90 MB graph each time. Once a graph is exported, the graphs of other weights or
+    formats are removed: the cache holds one."""
     directory = directory.expanduser()
-    weights = (_weights() / "model.safetensors").stat()
-    target = directory / f"all-minilm-l6-v2-f{EXPORT_FORMAT}-{weights.st_size}-{weights.st_mtime_ns}.onnx"
+    directory.mkdir(parents=True, exist_ok=True)
+    digest = _weights_digest(_weights() / "model.safetensors", directory)
+    target = directory / f"{GRAPH_PREFIX}{EXPORT_FORMAT}-{digest}.onnx"
     if target.exists():
         return target
-    directory.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
     try:
         _export(partial)
@@ -90,8 +100,37 @@ def onnx_model(directory: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     TorchMiniLM.release()  # the exporter's and the check's copy, no longer needed (a failure keeps it: PyTorch serves)
+    for stale in directory.glob(f"{GRAPH_PREFIX}*.onnx"):
+        if stale != target:  # a process still using it has it loaded: ONNX Runtime read it whole
+            stale.unlink(missing_ok=True)
     log.info("exported all-MiniLM-L6-v2 to ONNX at %s", target)
     return target
+
+
+def _weights_digest(weights: Path, directory: Path) -> str:
+    """The weights file's SHA-256 (its first 16 hex digits). Hashing 90 MB takes a few tenths
+    of a second, so it is done once per install: remembered beside the graph under the file's
+    size and mtime, which change whenever the file is written again."""
+    stat = weights.stat()
+    memo = directory / f"weights-{stat.st_size}-{stat.st_mtime_ns}.sha256"
+    remembered = memo.read_text().strip() if memo.exists() else ""
+    if len(remembered) == 16 and all(c in "0123456789abcdef" for c in remembered):
+        return remembered
+    with weights.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()[:16]
+    partial = memo.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+    partial.write_text(digest)
+    os.replace(partial, memo)
+    for old in sorted(directory.glob("weights-*.sha256"), key=_mtime, reverse=True)[DIGESTS_KEPT:]:
+        old.unlink(missing_ok=True)
+    return digest
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # another process removed it meanwhile
+        return 0
 
 
 def _export(path: Path) -> None:
