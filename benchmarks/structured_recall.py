@@ -80,13 +80,15 @@ def textbook(store: SqliteStore, request: RecallRequest) -> list[str]:
     """Load every memory of the tenant, filter and sort in Python."""
     with store.reading() as conn:
         rows = conn.execute("SELECT doc FROM episodes WHERE tenant_id = 'acme'").fetchall()
+    after, before = request.occurred_after, request.occurred_before
+    assert after is not None and before is not None, "the benchmark's requests name a window"
     hits = []
     for (doc,) in rows:
         ep = Episode.model_validate_json(doc)
         if (
             ep.event_type in request.event_types
             and set(request.tags) <= set(ep.tags)
-            and request.occurred_after <= ep.occurred_at < request.occurred_before
+            and after <= ep.occurred_at < before
         ):
             hits.append(ep)
     hits.sort(key=lambda e: e.occurred_at, reverse=True)
