@@ -290,14 +290,14 @@ def _cpu_bound(
 ) -> dict[str, Any]:
     """What the CPU allows: the server's CPU time per request during the load and the rate the
     machine's cores could serve at that cost (``cpu_ceiling_per_s``), beside the cores the
-    server and this load generator kept busy. Empty without ``/proc``."""
-    if before is None or after is None or not requests:
+    server and this load generator kept busy. Empty without a reading (no ``/proc``, no CPU used)."""
+    if before is None or after is None or after <= before or not requests:
         return {}
     cores = os.cpu_count() or 1
     cpu_ms = (after - before) * 1000 / requests
     return {
         "server_cpu_ms_per_request": round(cpu_ms, 2),
-        "cpu_ceiling_per_s": round(cores * 1000 / cpu_ms, 1) if cpu_ms else None,
+        "cpu_ceiling_per_s": round(cores * 1000 / cpu_ms, 1),
         "server_cores_busy": round((after - before) / wall, 2),
         "generator_cores_busy": round(generator / wall, 2),
         "cores": cores,

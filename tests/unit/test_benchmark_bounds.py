@@ -26,6 +26,7 @@ def test_given_a_child_process_burning_cpu_when_the_tree_is_read_then_its_time_c
     before = _tree_cpu_seconds(os.getpid())
     assert before is not None
     child = multiprocessing.get_context("fork").Process(target=_spin, args=(0.6,))
+    during = None
     child.start()
     while child.is_alive():
         during = _tree_cpu_seconds(os.getpid())
@@ -34,8 +35,9 @@ def test_given_a_child_process_burning_cpu_when_the_tree_is_read_then_its_time_c
     assert during is not None and during - before >= 0.3  # the child's spin, read while it was alive
 
 
-def test_given_no_proc_reading_then_the_cpu_bound_is_left_out() -> None:
-    assert _cpu_bound(None, None, 0.1, 10.0, 100) == {}
+def test_given_cpu_readings_then_cost_per_request_and_ceiling_follow_and_without_them_nothing() -> None:
+    assert _cpu_bound(None, None, 0.1, 10.0, 100) == {}  # no /proc
+    assert _cpu_bound(5.0, 5.0, 0.1, 10.0, 100) == {}  # nothing measurable used
     bound = _cpu_bound(10.0, 28.0, 1.5, 10.0, 1000)
     assert bound["server_cpu_ms_per_request"] == 18.0
     assert bound["cpu_ceiling_per_s"] == pytest.approx((os.cpu_count() or 1) * 1000 / 18.0, abs=0.1)
@@ -71,3 +73,25 @@ def test_given_a_met_target_then_its_row_says_met() -> None:
     table = "\n".join(section(writes, latency, load, [], {"functions.api": 240.0}, runtime))
     write_row = next(line for line in table.splitlines() if line.startswith("| write path without embedding"))
     assert write_row.endswith("| met |")
+
+
+def _million_rows(tenth_p50: float, agreement: float, small_p50: float) -> list[dict]:
+    timing = {"tenant": 1_000_000, "first_ms": 9000.0, "built_s": 12.0, "loaded_s": 3.0, "warmed_s": 20.0,
+              "warm_first_ms": 10.0}  # fmt: skip
+    small = {"tenant": 1_000_000, "scope": 1_000, "p50": small_p50, "admit": 0.2, "gather": 0.2, "agree": 1.0}
+    tenth = {"tenant": 1_000_000, "scope": 100_000, "p50": tenth_p50, "admit": 22.0, "gather": 60.0, "agree": agreement}
+    return [timing, small, tenth]
+
+
+def test_given_the_million_rows_then_each_is_judged_on_its_own_figures() -> None:
+    writes, latency, load, runtime = _figures(policy_per_s=2500.0, path_per_s=1600.0)
+    for scale, small_met, tenth_met in (
+        (_million_rows(tenth_p50=9.0, agreement=1.0, small_p50=0.9), True, True),
+        (_million_rows(tenth_p50=45.0, agreement=1.0, small_p50=1.3), False, False),
+        (_million_rows(tenth_p50=9.0, agreement=0.95, small_p50=0.9), True, False),
+    ):
+        table = "\n".join(section(writes, latency, load, scale, {"functions.api": 240.0}, runtime))
+        rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[-1] for line in table.splitlines() if "|" in line}
+        small, tenth = rows["1M tenant, 1,000-episode scope, vector path"], rows["1M tenant, 10% scope"]
+        assert small.startswith("met") == small_met and tenth.startswith("met") == tenth_met
+        assert small_met or "gathers and scores them" in small
