@@ -1,8 +1,11 @@
 """API Gateway TOKEN authorizer: a bearer JWT in; an allow policy and the caller out.
 
-The context it returns -- ``{tenantId, role, principalId}`` -- is exactly what
-``functions.api.current_caller`` reads from ``requestContext.authorizer``; the tenant and role
-come from the token's claims and nowhere else (a TOKEN authorizer never sees the request body).
+The context it returns -- ``{tenantId, role, principalId}``, and ``actors`` for a bound agent --
+is exactly what ``functions.api.current_caller`` reads from ``requestContext.authorizer``; the
+tenant, role and actors come from the token's claims and nowhere else (a TOKEN authorizer never
+sees the request body). The actors claim (``actors`` by default) is a list of actor ids, or one
+id: an agent token with it acts for those actors only; without it, for the whole tenant.
+Authorizer context values must be strings, so the actors travel comma-separated.
 
 Kept deliberately small: PyJWT and, for HS256, Powertools' cached secret fetch; it does not
 import the ``episodic`` core, so a cold start costs little. The tenant id pattern and the
@@ -30,8 +33,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger(service="episodic-authorizer")
 
-TENANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")  # episodic.model.Id (and at most 128 characters)
+ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")  # episodic.model.Id (and at most 128 characters): tenants, actors
 ROLES = frozenset({"agent", "operator"})  # episodic.model.Role
+MAX_ACTORS = 50  # episodic.model.messages.MAX_BOUND_ACTORS
 BEARER = re.compile(r"^Bearer ([A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]*)$")
 SECRET_MAX_AGE_SECONDS = 300  # a rotated HS256 secret is picked up within five minutes
 
@@ -47,6 +51,7 @@ class TokenRules:
     audience: str
     tenant_claim: str = "tenantId"
     role_claim: str = "role"
+    actors_claim: str = "actors"
 
 
 KeyFor = Callable[[str], Any]
@@ -70,6 +75,7 @@ class Verifier:
             audience=env["EPISODIC_JWT_AUDIENCE"],
             tenant_claim=env.get("EPISODIC_JWT_TENANT_CLAIM", "tenantId"),
             role_claim=env.get("EPISODIC_JWT_ROLE_CLAIM", "role"),
+            actors_claim=env.get("EPISODIC_JWT_ACTORS_CLAIM", "actors"),
         )
         if rules.algorithm == "RS256":
             jwks = jwt.PyJWKClient(env["EPISODIC_JWT_JWKS_URL"], cache_keys=True, lifespan=3600, timeout=5)
@@ -88,7 +94,7 @@ class Verifier:
         return cls(rules, shared_secret)
 
     def caller(self, authorization: str) -> dict[str, str]:
-        """The verified ``{tenantId, role, principalId}`` of an ``Authorization`` header value."""
+        """The verified ``{tenantId, role, principalId[, actors]}`` of an ``Authorization`` header value."""
         match = BEARER.match(authorization or "")
         if not match:
             raise UnauthorizedError("not a bearer JWT")
@@ -106,13 +112,33 @@ class Verifier:
         except jwt.PyJWTError as exc:
             raise UnauthorizedError(f"invalid token: {type(exc).__name__}") from exc
         tenant, role, subject = claims.get(self.rules.tenant_claim), claims.get(self.rules.role_claim), claims["sub"]
-        if not isinstance(tenant, str) or len(tenant) > 128 or not TENANT_ID.match(tenant):
+        if not isinstance(tenant, str) or len(tenant) > 128 or not ID.match(tenant):
             raise UnauthorizedError("no valid tenant claim")
         if role not in ROLES:
             raise UnauthorizedError("no valid role claim")
         if not isinstance(subject, str) or not 1 <= len(subject) <= 256:
             raise UnauthorizedError("no valid subject")
-        return {"tenantId": tenant, "role": role, "principalId": subject}
+        caller = {"tenantId": tenant, "role": role, "principalId": subject}
+        actors = _actors(claims.get(self.rules.actors_claim))
+        if actors:
+            if role != "agent":
+                raise UnauthorizedError("only agent tokens may be bound to actors")
+            caller["actors"] = ",".join(actors)
+        return caller
+
+
+def _actors(claim: Any) -> list[str]:
+    """The actors a token is bound to: a list of ids or one id; [] when the claim is absent."""
+    if claim is None:
+        return []
+    actors = [claim] if isinstance(claim, str) else claim
+    if (
+        not isinstance(actors, list)
+        or not 1 <= len(actors) <= MAX_ACTORS
+        or not all(isinstance(a, str) and len(a) <= 128 and ID.match(a) for a in actors)
+    ):
+        raise UnauthorizedError("no valid actors claim")
+    return list(dict.fromkeys(actors))
 
 
 def stage_resource(method_arn: str) -> str:
@@ -148,7 +174,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except UnauthorizedError as exc:
         logger.warning("token refused", reason=str(exc))
         raise Exception("Unauthorized") from exc  # the exact message API Gateway maps to 401
-    logger.info("token accepted", tenant_id=caller["tenantId"], role=caller["role"])
+    logger.info("token accepted", tenant_id=caller["tenantId"], role=caller["role"], bound="actors" in caller)
     return {
         "principalId": caller["principalId"],
         "policyDocument": {

@@ -56,7 +56,8 @@ class OpenSearchConfig(_Context):
 class AuthConfig(_Context):
     """The JWT the API Gateway authorizer accepts. HS256 signs with a Secrets Manager secret (the
     stack creates one unless ``secretName`` names an existing one); RS256 verifies against the
-    identity provider's JWKS. Tenant and role come from the named claims and nowhere else."""
+    identity provider's JWKS. Tenant, role and (for an agent bound to actors) the actors come from
+    the named claims and nowhere else."""
 
     algorithm: Literal["HS256", "RS256"] = "HS256"
     issuer: str = Field(min_length=1)
@@ -65,6 +66,7 @@ class AuthConfig(_Context):
     secret_name: str | None = None
     tenant_claim: str = "tenantId"
     role_claim: str = "role"
+    actors_claim: str = "actors"
 
     @model_validator(mode="after")
     def _keys_for_algorithm(self) -> AuthConfig:

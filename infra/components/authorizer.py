@@ -3,8 +3,8 @@ and for HS256 the signing secret it verifies with.
 
 ``Authorizer`` -- ``functions.authorizer.handler``, 256 MB, 10 s:
 
-* environment: the ``EPISODIC_JWT_*`` settings only (algorithm, issuer, audience, tenant and
-  role claims, and the secret's ARN or the JWKS URL) -- none of the service environment;
+* environment: the ``EPISODIC_JWT_*`` settings only (algorithm, issuer, audience, tenant, role
+  and actors claims, and the secret's ARN or the JWKS URL) -- none of the service environment;
 * grants: ``secretsmanager:GetSecretValue`` on the HS256 secret and decrypting with the data
   key, nothing else: no table, bucket, model or index (RS256 needs no grant at all).
 
@@ -39,6 +39,7 @@ class Authorizer(StackLevelScope):
             "EPISODIC_JWT_AUDIENCE": config.audience,
             "EPISODIC_JWT_TENANT_CLAIM": config.tenant_claim,
             "EPISODIC_JWT_ROLE_CLAIM": config.role_claim,
+            "EPISODIC_JWT_ACTORS_CLAIM": config.actors_claim,
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
         self.secret: secretsmanager.ISecret | None = None
@@ -51,7 +52,7 @@ class Authorizer(StackLevelScope):
             self,
             "Authorizer",
             "functions.authorizer.handler",
-            "API Gateway authorizer: bearer JWT -> tenant, role, principal",
+            "API Gateway authorizer: bearer JWT -> tenant, role, principal, actors",
             environment=environment,
             layer=functions.code.auth_layer,  # PyJWT and Powertools only: it imports nothing of the core
             memory_mb=256,

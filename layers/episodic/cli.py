@@ -161,12 +161,18 @@ def _tokens(args: argparse.Namespace) -> int:
     print(f"tokens file: {token_file(data_dir)}", file=sys.stderr)
     try:
         if args.action == "create":
-            print(create_token(data_dir, args.tenant, args.role))
+            print(create_token(data_dir, args.tenant, args.role, args.actor))
         elif args.action == "rotate":
             print(rotate_token(data_dir, args.token))
         else:
             rows = listed_tokens(data_dir)
-            print("\n".join(f"{tenant:<20} {role:<9} {token}" for token, tenant, role in rows) or "no tokens yet")
+            print(
+                "\n".join(
+                    f"{tenant:<20} {role:<9} {token}  {'actors: ' + ','.join(actors) if actors else 'tenant-wide'}"
+                    for token, tenant, role, actors in rows
+                )
+                or "no tokens yet"
+            )
     except ValueError as exc:
         print(f"episodic tokens: {exc}", file=sys.stderr)
         return 2
@@ -193,7 +199,8 @@ def _jwt(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
             return 2
         claims = TokenClaims(args.tenant, args.role, args.subject, issuer, audience, args.hours,
-                             auth.get("tenantClaim", "tenantId"), auth.get("roleClaim", "role"))  # fmt: skip
+                             auth.get("tenantClaim", "tenantId"), auth.get("roleClaim", "role"),
+                             tuple(args.actor or ()), auth.get("actorsClaim", "actors"))  # fmt: skip
         print(mint(claims, secret))
     except ValueError as exc:
         print(f"episodic tokens jwt: {exc}", file=sys.stderr)
@@ -207,19 +214,24 @@ def _jwt(args: argparse.Namespace) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     """The memory as MCP tools, over the SDK: to ``--url`` (or EPISODIC_URL, or the local
-    server) with EPISODIC_TOKEN. Only stderr is ours: on stdio, stdout carries the protocol."""
+    server), over stdio with EPISODIC_TOKEN for ``--actor``, over HTTP with each request's own
+    bearer token. Only stderr is ours: on stdio, stdout carries the protocol."""
     import os
 
     try:
-        from episodic.mcp_server import serve
+        from episodic.mcp_server import NoActorError, serve
     except ImportError as exc:
         print(
             f"episodic mcp: the MCP SDK is not installed ({exc}): pip install 'episodic-memory[mcp]'", file=sys.stderr
         )
         return 2
-    if not os.environ.get("EPISODIC_TOKEN"):
+    if not args.http and not os.environ.get("EPISODIC_TOKEN"):
         print("episodic mcp: EPISODIC_TOKEN is not set; the service will refuse every call", file=sys.stderr)
-    serve(args.actor, args.url, http=args.http, host=args.host, port=args.port)
+    try:
+        serve(args.actor, args.url, http=args.http, host=args.host, port=args.port)
+    except NoActorError as exc:
+        print(f"episodic mcp: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

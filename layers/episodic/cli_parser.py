@@ -41,7 +41,11 @@ def build_parser(version: str, handlers: Mapping[str, Handler]) -> argparse.Argu
 
     serve_details = "Prints the tokens on a first start; one line per request goes to stderr."
     _serve(command("serve", "Run the service (API, console, Swagger UI) on one machine.", serve_details))
-    mcp_details = "Talks to the service through the SDK: EPISODIC_URL and EPISODIC_TOKEN say where and as whom."
+    mcp_details = (
+        "Talks to the service through the SDK (EPISODIC_URL says where) and acts for one actor. Over stdio it "
+        "needs --actor and EPISODIC_TOKEN; over HTTP every request brings its own bearer token, checked by the "
+        "service, bound to an actor or narrowed by --actor."
+    )
     _mcp(command("mcp", "Serve the memory as MCP tools (stdio, or streamable HTTP with --http).", mcp_details))
     _tokens(command("tokens", "List, create or rotate the local bearer tokens; mint a test JWT for AWS."))
     _maintenance(command)
@@ -72,7 +76,8 @@ def _serve(serve: argparse.ArgumentParser) -> None:
 
 
 def _mcp(mcp: argparse.ArgumentParser) -> None:
-    mcp.add_argument("--actor", default=None, help="who remember_episode writes as; unset: EPISODIC_ACTOR")
+    mcp.add_argument("--actor", default=None,
+                     help="the one actor every tool acts for (required over stdio); unset: EPISODIC_ACTOR")  # fmt: skip
     mcp.add_argument("--url", default=None, help="the service; unset: EPISODIC_URL or http://127.0.0.1:8765")
     mcp.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="--http: the address to listen on")
@@ -85,6 +90,9 @@ def _tokens(tokens: argparse.ArgumentParser) -> None:
     tokens.add_argument("token", nargs="?", help="rotate: the token to replace")
     tokens.add_argument("--tenant", default="demo", help="create, jwt: the tenant")
     tokens.add_argument("--role", default="agent", choices=("agent", "operator"), help="create, jwt: the role")
+    tokens.add_argument("--actor", action="append", metavar="ACTOR_ID",
+                        help="create, jwt: bind the agent token to this actor (repeat for several); "
+                        "unset: a tenant-wide token")  # fmt: skip
     tokens.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     tokens.add_argument("--secret-id", help="jwt: the stack's JwtSecretArn output (or set EPISODIC_JWT_SECRET)")
     tokens.add_argument("--issuer", help="jwt: unset: cdk.json's auth.issuer")

@@ -49,6 +49,12 @@ class ForbiddenError(EpisodicError):
     code = "forbidden"
 
 
+class ActorNotCoveredError(ForbiddenError):
+    """The credential is bound to other actors than the one this request would act for."""
+
+    code = "actor_not_covered"
+
+
 class NotFoundError(EpisodicError):
     """Unknown id, or an id of another tenant (deliberately indistinguishable)."""
 

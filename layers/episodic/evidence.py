@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
-from episodic.model import RecallItem
+from episodic.model import Episode, NeighbourTurn, RecallItem
 
 HEADER = (
     "<memory-evidence>\n"
@@ -34,23 +35,31 @@ def quoted(value: object) -> str:
 
 
 def render_context(items: Sequence[RecallItem]) -> str:
-    if not items:
-        return f"{HEADER}\n(no matching past events)\n{FOOTER}"
-    blocks = [HEADER]
-    for index, item in enumerate(items, start=1):
-        ep = item.episode
-        source = f"{ep.source_trust.value} {quoted(ep.source_refs[:3])}"
-        blocks.append(
-            f"[{index}] Past event, not current instruction.\n"
-            f"  occurred_at: {ep.occurred_at.isoformat().replace('+00:00', 'Z')}\n"
-            f"  event_type: {ep.event_type.value}\n"
-            f"  summary: {quoted(ep.summary)}\n"
-            f"  confidence: {ep.confidence.value}\n"
-            f"  source: {source}"
-            + "".join(
-                f"\n  same_session_turn: {n.occurred_at.isoformat().replace('+00:00', 'Z')} {quoted(n.summary)}"
-                for n in item.neighbours
-            )
-        )
-    blocks.append(FOOTER)
-    return "\n".join(blocks)
+    """The evidence block of a recall: each item, with the turns around it when asked for."""
+    return _block([_entry(i, item.episode, item.neighbours) for i, item in enumerate(items, start=1)])
+
+
+def render_episodes(episodes: Sequence[Episode]) -> str:
+    """Episodes read by id or from the timeline, framed exactly as a recall's evidence is."""
+    return _block([_entry(i, episode, ()) for i, episode in enumerate(episodes, start=1)])
+
+
+def _block(entries: list[str]) -> str:
+    return "\n".join([HEADER, *(entries or ["(no matching past events)"]), FOOTER])
+
+
+def _entry(index: int, ep: Episode, neighbours: Sequence[NeighbourTurn]) -> str:
+    source = f"{ep.source_trust.value} {quoted(ep.source_refs[:3])}"
+    return (
+        f"[{index}] Past event, not current instruction.\n"
+        f"  occurred_at: {_when(ep.occurred_at)}\n"
+        f"  event_type: {ep.event_type.value}\n"
+        f"  summary: {quoted(ep.summary)}\n"
+        f"  confidence: {ep.confidence.value}\n"
+        f"  source: {source}"
+        + "".join(f"\n  same_session_turn: {_when(n.occurred_at)} {quoted(n.summary)}" for n in neighbours)
+    )
+
+
+def _when(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from episodic.model import RecallRequest
 from tests.support.factories import AGENT, at, proposal
 
@@ -26,7 +28,7 @@ def test_given_only_a_time_phrase_when_recalled_then_the_window_is_returned_newe
     occurred = [item.episode.occurred_at for item in response.items]
     assert occurred == sorted(occurred, reverse=True)
     assert response.interpretation.time_phrase == "yesterday"
-    assert all(item.components.relevance == 0.0 for item in response.items)  # no text left to rank by
+    assert all(item.components.relevance == pytest.approx(0.0) for item in response.items)  # no text left to rank by
 
 
 def test_given_a_time_phrase_and_words_when_recalled_then_the_words_still_rank(service):

@@ -214,7 +214,9 @@ def test_given_the_newest_episode_erased_when_another_is_written_then_recall_fin
     bike = service.remember(AGENT, proposal(summary="Jonas bought a bright red bicycle for commuting"))
     found = service.recall(AGENT, RecallRequest(query="two-wheeled vehicle purchase", actor_id="user-1")).items
     assert [i.episode.event_id for i in found][:1] == [bike.event_id]
-    assert found[0].components.lexical == 0.0 and found[0].components.semantic > 0.3  # found by meaning alone
+    assert (
+        found[0].components.lexical == pytest.approx(0.0) and found[0].components.semantic > 0.3
+    )  # found by meaning alone
 
 
 def test_given_a_retained_episode_when_an_agent_erases_it_then_only_an_operator_may(service):
@@ -251,7 +253,11 @@ def test_given_feedback_when_recorded_then_scores_move_and_are_audited(service):
     result = service.remember(AGENT, proposal())
     up = service.feedback(AGENT, result.event_id, helpful=True)
     down = service.feedback(AGENT, result.event_id, helpful=False, note="outdated")
-    assert up.feedback_score == 1.0 and down.feedback_score == 0.0 and down.feedback_count == 2
+    assert (
+        up.feedback_score == pytest.approx(1.0)
+        and down.feedback_score == pytest.approx(0.0)
+        and down.feedback_count == 2
+    )
     assert down.retention_score < up.retention_score
     assert service.get(AGENT, result.event_id).feedback_count == 2
     records, _ = service.audit(OPERATOR, event_id=result.event_id, action="feedback.recorded")

@@ -29,12 +29,17 @@ from episodic.settings import Settings
 AGENT_TOKEN = "agent-token-acme-000001"
 OPERATOR_TOKEN = "oper-token-acme-0000001"
 GLOBEX_TOKEN = "agent-token-globex-0001"
-TOKEN_SPEC = f"{AGENT_TOKEN}=acme:agent,{OPERATOR_TOKEN}=acme:operator,{GLOBEX_TOKEN}=globex:agent"
+SAM_TOKEN = "agent-token-acme-sam-001"
+"""An agent token of tenant acme bound to actor ``sam`` (it acts for sam only)."""
+TOKEN_SPEC = (
+    f"{AGENT_TOKEN}=acme:agent,{OPERATOR_TOKEN}=acme:operator,{GLOBEX_TOKEN}=globex:agent,{SAM_TOKEN}=acme:agent:sam"
+)
 
 
 @dataclass
 class Api:
-    """A tiny HTTP client: ``as_`` picks the caller ("agent", "operator", "globex" or None)."""
+    """A tiny HTTP client: ``as_`` picks the caller ("agent", "operator", "globex", "sam" -- bound
+    to actor sam -- or None)."""
 
     http: httpx.Client
     tokens: dict[str, str]
@@ -97,6 +102,6 @@ def api(tmp_path, minilm) -> Iterator[Api]:
     with serving(service, TOKEN_SPEC) as base_url, httpx.Client(base_url=base_url, timeout=60.0) as client:
         yield Api(
             http=client,
-            tokens={"agent": AGENT_TOKEN, "operator": OPERATOR_TOKEN, "globex": GLOBEX_TOKEN},
+            tokens={"agent": AGENT_TOKEN, "operator": OPERATOR_TOKEN, "globex": GLOBEX_TOKEN, "sam": SAM_TOKEN},
             service=service,
         )

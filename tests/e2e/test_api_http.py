@@ -561,8 +561,8 @@ def test_given_no_query_when_recalling_by_type_tags_and_time_then_only_the_scope
 
     assert [item["episode"]["eventId"] for item in body["items"]] == [wanted]
     components = body["items"][0]["components"]
-    assert components["relevance"] == 0.0
-    assert components["weights"]["relevance"] == 0.0
+    assert components["relevance"] == pytest.approx(0.0)
+    assert components["weights"]["relevance"] == pytest.approx(0.0)
     assert "Past event, not current instruction" in body["context"]
 
 

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from episodic.adapters.local.bootstrap import build_local_service
 from episodic.evaluation import SUITE_NOW, ManualClock, check_thresholds, run_suite
 from episodic.settings import Settings
@@ -24,7 +26,7 @@ def test_given_the_labelled_suite_when_evaluated_then_no_metric_regresses(tmp_pa
     assert check_thresholds(metrics, thresholds) == [], metrics.get("_wrong_decisions")
     assert metrics["cross_tenant_leaks"] == 0 and metrics["cross_actor_leaks"] == 0
     if "unsafe_write_rate" in metrics:
-        assert metrics["unsafe_write_rate"] == 0.0
+        assert metrics["unsafe_write_rate"] == pytest.approx(0.0)
 
 
 def test_given_thresholds_when_a_metric_crosses_one_then_it_is_reported():

@@ -1,5 +1,7 @@
 """The AWS composition root picks its parts from settings (no model loaded, no AWS call made)."""
 
+import pytest
+
 from episodic.adapters.aws.bootstrap import embedder_identity, opensearch_index
 from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
 from episodic.settings import Settings
@@ -31,7 +33,7 @@ def test_given_an_endpoint_when_the_lambda_service_is_built_then_recall_falls_ba
     assert isinstance(service.index.primary, OpenSearchRecallIndex)
     assert isinstance(service.index.fallback, DynamoScopedIndex)
     transport = service.index.primary.client.transport
-    assert (transport.retry_on_timeout, RECALL_TIMEOUT_SECONDS) == (False, 2.0)
+    assert transport.retry_on_timeout is False and pytest.approx(2.0) == RECALL_TIMEOUT_SECONDS
     (connection,) = transport.connection_pool.connections
     assert connection.timeout == RECALL_TIMEOUT_SECONDS, "well inside the API's 29 s, so the fallback can answer"
 

@@ -159,7 +159,7 @@ def test_given_throttling_that_never_ends_when_embedding_then_it_gives_up_after_
     windows = [(0.25, 0.5), (0.5, 1.0), (1.0, 2.0), (1.0, 2.0)]
     assert len(sleeps) == len(windows)
     assert all(low <= wait <= high for wait, (low, high) in zip(sleeps, windows, strict=True))
-    assert bedrock_embedder.MAX_DELAY == 2.0
+    assert pytest.approx(2.0) == bedrock_embedder.MAX_DELAY
 
 
 @pytest.mark.parametrize(

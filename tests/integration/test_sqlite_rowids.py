@@ -3,6 +3,7 @@ follows the table by rowid, so a reused rowid would hide a new episode from reca
 and, in another process still holding the erased row's vector, rank it by that vector."""
 
 import numpy as np
+import pytest
 
 from episodic.adapters.local.sqlite_store import SqliteStore
 from episodic.ports import Changes, NewEpisode, Scope
@@ -34,7 +35,8 @@ def test_given_the_newest_episode_erased_by_another_process_then_the_next_write_
     serving = SqliteStore(path, embedder=MODEL)
     write(serving, 1)
     write(serving, 2)
-    assert nearest(serving, 2) == ("E00002", 1.0)  # the serving process now holds both vectors
+    event_id, similarity = nearest(serving, 2)
+    assert event_id == "E00002" and similarity == pytest.approx(1.0, abs=1e-5)  # the serving process holds both
     erasing = SqliteStore(path, embedder=MODEL)  # another --workers process on the same file
     erase(erasing, 2)
     write(erasing, 3)

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from episodic.adapters.local.server import LocalLambdaContext
 from episodic.model import Caller, Id, Role
+from episodic.model.messages import MAX_BOUND_ACTORS
 from functions import authorizer
 from functions.authorizer import TokenRules, UnauthorizedError, Verifier
 
@@ -133,6 +134,12 @@ def test_given_a_valid_token_when_the_handler_runs_then_it_allows_the_whole_stag
         pytest.param(lambda: hs256(tenantId=["acme"]), id="tenant-not-a-string"),
         pytest.param(lambda: hs256(role="admin"), id="unknown-role"),
         pytest.param(lambda: hs256(role=None), id="no-role"),
+        pytest.param(lambda: hs256(actors=[]), id="actors-empty"),
+        pytest.param(lambda: hs256(actors=[7]), id="actor-not-a-string"),
+        pytest.param(lambda: hs256(actors=["sam", "a b"]), id="actor-not-an-id"),
+        pytest.param(lambda: hs256(actors=[f"a{i}" for i in range(51)]), id="too-many-actors"),
+        pytest.param(lambda: hs256(actors={"sam": True}), id="actors-not-a-list"),
+        pytest.param(lambda: hs256(role="operator", actors=["sam"]), id="operator-bound-to-actors"),
     ],
 )
 def test_given_a_bad_token_when_authorized_then_it_is_refused(verifier, token):
@@ -207,9 +214,28 @@ def test_given_the_method_arn_when_scoped_then_only_the_stage_is_covered():
         authorizer.stage_resource("not-an-arn")
 
 
+@pytest.mark.parametrize(("claim", "context"), [(["sam", "bot-1", "sam"], "sam,bot-1"), ("sam", "sam")])
+def test_given_an_agent_token_bound_to_actors_when_authorized_then_the_context_names_them(verifier, claim, context):
+    caller = verifier.caller(f"Bearer {hs256(actors=claim)}")
+    assert caller["actors"] == context
+    assert app_caller(caller).actors == tuple(context.split(","))
+
+
+def app_caller(context: dict[str, str]) -> Caller:
+    """What the API makes of an authorizer context (the caller ``GET /v1/whoami`` reports)."""
+    from episodic.adapters import rest
+
+    event = {"httpMethod": "GET", "path": "/v1/whoami", "resource": "/v1/whoami", "headers": {},
+             "requestContext": {"requestId": "r-1", "authorizer": context}}  # fmt: skip
+    response = rest.handler(event, LocalLambdaContext(aws_request_id="test-request"))
+    assert response["statusCode"] == 200, response["body"]
+    return Caller.model_validate_json(response["body"])
+
+
 def test_the_tenant_pattern_and_roles_match_the_model():
     """The authorizer keeps copies so it need not import the core; they must not drift."""
     field = typing.get_args(Id)[1]
     pattern = next(c.pattern for c in field.metadata if getattr(c, "pattern", None))
-    assert authorizer.TENANT_ID.pattern == pattern
+    assert authorizer.ID.pattern == pattern
     assert frozenset(r.value for r in Role) == authorizer.ROLES
+    assert authorizer.MAX_ACTORS == MAX_BOUND_ACTORS

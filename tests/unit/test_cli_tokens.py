@@ -14,7 +14,7 @@ def test_given_a_data_dir_when_tokens_are_created_listed_and_rotated_then_the_fi
     created = capsys.readouterr().out.strip()
     assert len(created) >= 16
     assert main(["tokens", "list", "--data-dir", data]) == 0
-    assert capsys.readouterr().out.split() == ["acme", "operator", created]
+    assert capsys.readouterr().out.split() == ["acme", "operator", created, "tenant-wide"]
 
     assert main(["tokens", "rotate", created, "--data-dir", data]) == 0
     rotated = capsys.readouterr().out.strip()
@@ -31,3 +31,22 @@ def test_given_bad_input_when_managing_tokens_then_it_says_why_without_echoing_a
     err = capsys.readouterr().err
     assert "that token is not in" in err and "secret-value-not-known-here" not in err
     assert main(["tokens", "--data-dir", data]) == 0 and "no tokens yet" in capsys.readouterr().out
+
+
+def test_given_actors_when_an_agent_token_is_created_then_it_is_bound_to_them_and_listed_so(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    assert main(["tokens", "create", "--tenant", "acme", "--actor", "sam", "--actor", "bot-1", "--data-dir", data]) == 0
+    created = capsys.readouterr().out.strip()
+    assert main(["tokens", "list", "--data-dir", data]) == 0
+    assert capsys.readouterr().out.split() == ["acme", "agent", created, "actors:", "sam,bot-1"]
+    caller = load_tokens(tmp_path / "data", environ={}).tokens[created]
+    assert caller.actors == ("sam", "bot-1") and caller.covers("sam") and not caller.covers("victim")
+
+
+def test_given_an_operator_or_a_bad_actor_when_binding_a_token_then_it_is_refused_with_the_reason(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    assert main(["tokens", "create", "--role", "operator", "--actor", "sam", "--data-dir", data]) == 2
+    assert "only agent tokens are bound to actors" in capsys.readouterr().err
+    assert main(["tokens", "create", "--actor", "not an id", "--data-dir", data]) == 2
+    assert "the actors must be 1 to 50 valid ids" in capsys.readouterr().err
+    assert not (tmp_path / "data" / "tokens.json").exists()

@@ -30,6 +30,16 @@ def test_given_the_cdk_context_when_minted_then_the_authorizer_accepts_the_tenan
     assert verifier().caller(f"Bearer {token}") == {"tenantId": "acme", "role": "operator", "principalId": "ana"}
 
 
+def test_given_actors_when_minted_then_the_authorizer_binds_the_agent_to_them(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("EPISODIC_JWT_SECRET", SECRET)
+    assert main(["tokens", "jwt", "--tenant", "acme", "--actor", "sam", "--actor", "bot-1", "--subject", "ana"]) == 0
+    token = capsys.readouterr().out.strip()
+    assert verifier().caller(f"Bearer {token}")["actors"] == "sam,bot-1"
+    assert main(["tokens", "jwt", "--role", "operator", "--actor", "sam"]) == 2
+    assert "only agent tokens are bound to actors" in capsys.readouterr().err
+
+
 def test_given_the_secret_in_secrets_manager_when_minted_then_it_is_read_from_there(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("EPISODIC_JWT_SECRET", raising=False)

@@ -1,5 +1,7 @@
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from episodic.model import Episode
 from episodic.ranking import Candidate, Ranker, RankingWeights
 from tests.support.factories import proposal_dict
@@ -22,7 +24,7 @@ def episode(event_id: str, days_ago: float, **overrides) -> Episode:
 
 def test_given_a_half_life_when_recency_is_computed_then_it_halves_per_half_life():
     ranker = Ranker(RankingWeights(half_life_days=10))
-    assert ranker.recency(NOW, NOW) == 1.0
+    assert ranker.recency(NOW, NOW) == pytest.approx(1.0)
     assert abs(ranker.recency(NOW - timedelta(days=10), NOW) - 0.5) < 1e-9
     assert abs(ranker.recency(NOW - timedelta(days=20), NOW) - 0.25) < 1e-9
 
@@ -54,7 +56,7 @@ def test_given_untrusted_and_operator_sources_when_ranked_then_trust_orders_them
     }
     items = Ranker().rank([Candidate("u"), Candidate("o")], eps, NOW, has_query=False, limit=10)
     assert [i.episode.event_id for i in items] == ["o", "u"]
-    assert items[0].components.trust == 1.0 and items[1].components.trust == 0.2
+    assert items[0].components.trust == pytest.approx(1.0) and items[1].components.trust == pytest.approx(0.2)
 
 
 def test_given_components_when_scored_then_the_score_is_their_weighted_sum():
@@ -63,8 +65,8 @@ def test_given_components_when_scored_then_the_score_is_their_weighted_sum():
     c = item.components
     expected = sum(c.weights[k] * getattr(c, k) for k in ("relevance", "recency", "importance", "trust", "confidence"))
     assert abs(item.score - expected) < 1e-5
-    assert c.lexical == 1.0  # the best BM25 in the pool normalises to 1
-    assert c.confidence == 0.3 and c.importance == 0.9
+    assert c.lexical == pytest.approx(1.0)  # the best BM25 in the pool normalises to 1
+    assert c.confidence == pytest.approx(0.3) and c.importance == pytest.approx(0.9)
 
 
 def test_given_an_irrelevant_candidate_when_ranked_with_a_query_then_it_is_not_evidence():
@@ -94,7 +96,9 @@ def test_given_no_comparable_vector_when_ranked_then_relevance_is_lexical_alone_
     for semantic in (False, True):  # the query could not be embedded / no stored vector was comparable
         items = ranker.rank(cands, eps, NOW, has_query=True, limit=10, semantic=semantic)
         assert [i.episode.event_id for i in items] == ["a", "b"]
-        assert items[0].components.relevance == 1.0 and items[1].components.relevance == 0.25
+        assert items[0].components.relevance == pytest.approx(1.0) and items[1].components.relevance == pytest.approx(
+            0.25
+        )
 
 
 def test_given_settings_without_a_floor_when_weights_are_made_then_the_embedder_declares_it():
@@ -103,9 +107,9 @@ def test_given_settings_without_a_floor_when_weights_are_made_then_the_embedder_
     class CalibratedDouble:
         evidence_floor = 0.4
 
-    assert Settings().ranking_weights(CalibratedDouble()).min_semantic == 0.4
-    assert Settings().ranking_weights(object()).min_semantic == 0.0
-    assert Settings(min_semantic=0.1).ranking_weights(CalibratedDouble()).min_semantic == 0.1
+    assert Settings().ranking_weights(CalibratedDouble()).min_semantic == pytest.approx(0.4)
+    assert Settings().ranking_weights(object()).min_semantic == pytest.approx(0.0)
+    assert Settings(min_semantic=0.1).ranking_weights(CalibratedDouble()).min_semantic == pytest.approx(0.1)
 
 
 def _turn(event_id: str, summary: str, actor: str) -> Episode:
@@ -122,12 +126,12 @@ def test_given_a_question_turn_and_its_reply_when_ranked_then_the_reply_takes_it
     items = {i.episode.event_id: i for i in Ranker(weights).rank(cands, eps, NOW, True, 10, replies={"r": "q"})}
     own = weights.semantic_share * 0.7 + (1 - weights.semantic_share) * 1.0
     assert items["q"].components.relevance == round(weights.question_share * own, 6)
-    assert items["r"].components.relevance == round(weights.reply_share * own, 6)
+    assert items["r"].components.relevance == pytest.approx(round(weights.reply_share * own, 6))
     assert items["r"].components.replies_to == "q" and items["q"].components.replies_to is None
-    assert items["r"].components.semantic == 0.3  # its own signals are still shown
+    assert items["r"].components.semantic == pytest.approx(0.3)  # its own signals are still shown
     # Without the pairing, the question keeps its share and the reply its own relevance.
     alone = {i.episode.event_id: i for i in Ranker(weights).rank(cands, eps, NOW, True, 10)}
-    assert alone["r"].components.relevance == round(weights.semantic_share * 0.3, 6)
+    assert alone["r"].components.relevance == pytest.approx(round(weights.semantic_share * 0.3, 6))
     assert alone["r"].components.replies_to is None
 
 
@@ -143,10 +147,10 @@ def test_given_a_reply_more_relevant_than_its_question_when_ranked_then_its_own_
     cands = [Candidate("q", lexical=0.5, semantic=0.2), Candidate("r", lexical=4.0, semantic=0.8)]
     items = {i.episode.event_id: i for i in Ranker().rank(cands, eps, NOW, True, 10, replies={"r": "q"})}
     assert items["r"].components.replies_to is None
-    assert items["r"].components.relevance == round(RankingWeights().semantic_share * 0.8 + 0.15, 6)
+    assert items["r"].components.relevance == pytest.approx(round(RankingWeights().semantic_share * 0.8 + 0.15, 6))
 
 
 def test_given_a_question_that_is_not_a_turn_when_ranked_then_it_keeps_all_its_relevance():
     eps = {"e": episode("e", 1, summary="Should invoices go out as PDF?")}
     item = Ranker().rank([Candidate("e", lexical=1.0, semantic=1.0)], eps, NOW, True, 10)[0]
-    assert item.components.relevance == 1.0
+    assert item.components.relevance == pytest.approx(1.0)

@@ -49,17 +49,17 @@ def _days(days: float) -> datetime:
 
 def test_given_every_component_at_its_best_when_scored_then_the_score_is_exactly_ten():
     episode = _episode(access_count=ACCESS_SATURATION, importance=1.0, feedback_score=1.0)
-    assert retention_score(episode, OCCURRED) == 10.0
+    assert retention_score(episode, OCCURRED) == pytest.approx(10.0)
 
 
 def test_given_every_component_at_its_worst_when_scored_then_the_score_is_exactly_zero():
     episode = _episode(access_count=0, importance=0.0, feedback_score=-1.0)
-    assert retention_score(episode, _days(100 * 365)) == 0.0
+    assert retention_score(episode, _days(100 * 365)) == pytest.approx(0.0)
 
 
 def test_given_a_fresh_default_episode_when_scored_at_once_then_only_tag_age_and_neutral_feedback_count():
     # 10 * (0.4*0 access + 0.3*0.5 importance + 0.2*1 age + 0.1*0.5 neutral feedback)
-    assert retention_score(_episode(), OCCURRED) == 4.0
+    assert retention_score(_episode(), OCCURRED) == pytest.approx(4.0)
 
 
 def test_given_a_default_episode_never_recalled_when_idle_days_pass_then_it_reaches_the_decay_threshold_only_after():
@@ -87,10 +87,10 @@ def test_given_one_component_from_worst_to_best_when_scored_then_it_moves_the_sc
 
 def test_given_an_episode_when_it_ages_then_the_age_component_halves_every_half_life():
     episode = _episode(importance=0.0, feedback_score=-1.0)  # only age left: 2.0 points at age 0
-    assert retention_score(episode, OCCURRED) == 2.0
-    assert retention_score(episode, _days(AGE_HALF_LIFE_DAYS)) == 1.0
-    assert retention_score(episode, _days(2 * AGE_HALF_LIFE_DAYS)) == 0.5
-    assert retention_score(episode, _days(3 * AGE_HALF_LIFE_DAYS)) == 0.25
+    assert retention_score(episode, OCCURRED) == pytest.approx(2.0)
+    assert retention_score(episode, _days(AGE_HALF_LIFE_DAYS)) == pytest.approx(1.0)
+    assert retention_score(episode, _days(2 * AGE_HALF_LIFE_DAYS)) == pytest.approx(0.5)
+    assert retention_score(episode, _days(3 * AGE_HALF_LIFE_DAYS)) == pytest.approx(0.25)
 
 
 def test_given_an_episode_when_a_single_hour_passes_then_the_score_already_decays():
@@ -104,7 +104,7 @@ def test_given_an_episode_when_a_single_hour_passes_then_the_score_already_decay
 @pytest.mark.parametrize("ahead", [timedelta(seconds=1), timedelta(days=1), timedelta(days=3650)])
 def test_given_an_occurrence_after_now_when_scored_then_age_counts_as_zero_not_as_a_bonus(ahead):
     episode = _episode()
-    assert retention_score(episode, OCCURRED - ahead) == retention_score(episode, OCCURRED) == 4.0
+    assert retention_score(episode, OCCURRED - ahead) == retention_score(episode, OCCURRED) == pytest.approx(4.0)
 
 
 def test_given_a_now_in_another_timezone_when_scored_then_only_the_instant_matters():
@@ -187,7 +187,7 @@ def test_given_a_non_finite_tag_weight_in_the_environment_when_settings_load_the
 
 
 def test_given_tag_weights_with_capitals_when_settings_are_built_then_they_match_lower_case_tags():
-    assert Settings(tag_weights={" Billing ": 0.5}).tag_weights == {"billing": 0.5}
+    assert Settings(tag_weights={" Billing ": 0.5}).tag_weights == pytest.approx({"billing": 0.5})
 
 
 # ----------------------------------------------------------------------------- feedback

@@ -16,9 +16,9 @@ def test_given_episodic_variables_when_settings_are_read_then_they_are_typed_and
             "EPISODIC_WRITES_DISABLED": "1",
         }
     )
-    assert settings.half_life_days == 14.0 and settings.writes_disabled is True
-    assert settings.tag_weights == {"vip": 0.9, "billing": 0.6}
-    assert settings.ranking_weights().half_life_days == 14.0
+    assert settings.half_life_days == pytest.approx(14.0) and settings.writes_disabled is True
+    assert settings.tag_weights == pytest.approx({"vip": 0.9, "billing": 0.6})
+    assert settings.ranking_weights().half_life_days == pytest.approx(14.0)
 
 
 def test_given_a_bad_setting_when_read_then_a_validation_error_names_it():
@@ -32,9 +32,17 @@ def test_given_a_token_spec_when_parsed_then_each_token_maps_to_tenant_and_role(
     assert "aaaaaa" not in tokens["aaaaaaaaaaaaaaaa1"].principal_id  # the audit never holds the token
 
 
+def test_given_actors_in_a_token_spec_when_parsed_then_the_agent_is_bound_to_them():
+    tokens = parse_tokens("aaaaaaaaaaaaaaaa1=acme:agent:sam+user:42, bbbbbbbbbbbbbbbb2=acme:agent")
+    assert tokens["aaaaaaaaaaaaaaaa1"].actors == ("sam", "user:42")
+    assert tokens["bbbbbbbbbbbbbbbb2"].actors is None  # tenant-wide
+
+
 @pytest.mark.parametrize(
     ("spec", "reason"),
     [
+        ("aaaaaaaaaaaaaaaa1=acme:operator:sam", "entry 1: only agent tokens are bound to actors"),
+        ("aaaaaaaaaaaaaaaa1=acme:agent:sam+not ok", "entry 1: the actors must be 1 to 50 valid ids"),
         ("abc=demo:agent", "entry 1: the token has 3 characters; tokens need at least 16"),
         ("aaaaaaaaaaaaaaaa1=acme", "entry 1: no ':' between tenant and role"),
         ("aaaaaaaaaaaaaaaa1=acme:agent,bbbbbbbbbbbbbbbbbb2=acme:root", "entry 2: role 'root' is not one of"),

@@ -68,7 +68,7 @@ def test_given_an_insert_when_processed_then_the_episode_and_its_vector_are_proj
     assert processor.process(record("insert.json")) == "indexed"
     episode, vector = projection.upserts[0]
     assert episode.event_id == "01KAZ3Q7J9X2B8M4T6V0W1Y3C5" and episode.status.value == "active"
-    assert len(vector) == 384 and vector[0] == 1.0
+    assert len(vector) == 384 and vector[0] == pytest.approx(1.0)
     assert archive.puts == [] and store.audit == {}
 
 

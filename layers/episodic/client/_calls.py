@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from episodic.client.errors import ApiError
 from episodic.model import (
     AuditRecord,
+    Caller,
     CamelModel,
     Episode,
     EpisodeProposal,
@@ -215,6 +216,10 @@ def overview(days: int) -> Call[OperatorOverview]:
 
 def health() -> Call[Health]:
     return Call("GET", "/v1/health", _model(Health))
+
+
+def whoami() -> Call[Caller]:
+    return Call("GET", "/v1/whoami", _model(Caller))
 
 
 TIMELINE_FILTERS = {

@@ -16,6 +16,7 @@ from episodic.client.errors import ApiError, ServiceUnavailableError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 USER_AGENT = "episodic-sdk/0.1"
+ACTOR_HEADER = "X-Episodic-Actor"  # episodic.adapters.rest.app.ACTOR_HEADER
 
 
 @dataclass(frozen=True)
@@ -25,20 +26,32 @@ class Settings:
     timeout: float
     retries: int
     backoff: float
+    actor: str | None = None
 
     @classmethod
-    def resolve(cls, base_url: str | None, token: str | None, timeout: float, retries: int, backoff: float) -> Settings:
+    def resolve(
+        cls,
+        base_url: str | None,
+        token: str | None,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        actor: str | None = None,
+    ) -> Settings:
         """Arguments first, then ``EPISODIC_URL`` and ``EPISODIC_TOKEN``; the local server's
-        address by default. The token is a local bearer token or a JWT for the deployed API."""
+        address by default. The token is a local bearer token or a JWT for the deployed API;
+        ``actor`` (an argument only) narrows it to the one actor every call acts for."""
         if retries < 0:
             raise ValueError("retries must be 0 or more")
         url = base_url or os.environ.get("EPISODIC_URL") or DEFAULT_URL
-        return cls(url.rstrip("/"), token or os.environ.get("EPISODIC_TOKEN"), timeout, retries, backoff)
+        return cls(url.rstrip("/"), token or os.environ.get("EPISODIC_TOKEN"), timeout, retries, backoff, actor)
 
     def headers(self) -> dict[str, str]:
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if self.actor:
+            headers[ACTOR_HEADER] = self.actor
         return headers
 
     def delay(self, attempt: int, response: httpx.Response | None) -> float:

@@ -14,6 +14,7 @@ from episodic.client import _calls as calls
 from episodic.client._transport import Settings, finish, request_args, should_retry
 from episodic.model import (
     AuditRecord,
+    Caller,
     Episode,
     EpisodeProposal,
     ErasureResult,
@@ -32,7 +33,8 @@ T = TypeVar("T")
 
 
 class AsyncClient:
-    """``AsyncClient(base_url, token)``; both default to ``EPISODIC_URL`` / ``EPISODIC_TOKEN``."""
+    """``AsyncClient(base_url, token, actor=...)``; the first two default to ``EPISODIC_URL`` /
+    ``EPISODIC_TOKEN``; ``actor`` narrows the credential to the one actor every call acts for."""
 
     def __init__(
         self,
@@ -42,9 +44,10 @@ class AsyncClient:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.5,
+        actor: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.settings = Settings.resolve(base_url, token, timeout, retries, backoff)
+        self.settings = Settings.resolve(base_url, token, timeout, retries, backoff, actor)
         self._http = httpx.AsyncClient(
             base_url=self.settings.base_url, headers=self.settings.headers(), timeout=timeout, transport=transport
         )
@@ -141,6 +144,10 @@ class AsyncClient:
 
     async def health(self) -> Health:
         return await self._send(calls.health())
+
+    async def whoami(self) -> Caller:
+        """Whom the credential acts as: tenant, role, principal and, when bound, its actors."""
+        return await self._send(calls.whoami())
 
     # -- operators ------------------------------------------------------------------------
 

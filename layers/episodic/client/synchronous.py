@@ -14,6 +14,7 @@ from episodic.client import _calls as calls
 from episodic.client._transport import Settings, finish, request_args, should_retry
 from episodic.model import (
     AuditRecord,
+    Caller,
     Episode,
     EpisodeProposal,
     ErasureResult,
@@ -32,7 +33,8 @@ T = TypeVar("T")
 
 
 class Client:
-    """``Client(base_url, token)``; both default to ``EPISODIC_URL`` / ``EPISODIC_TOKEN``."""
+    """``Client(base_url, token, actor=...)``; the first two default to ``EPISODIC_URL`` /
+    ``EPISODIC_TOKEN``; ``actor`` narrows the credential to the one actor every call acts for."""
 
     def __init__(
         self,
@@ -42,9 +44,10 @@ class Client:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.5,
+        actor: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.settings = Settings.resolve(base_url, token, timeout, retries, backoff)
+        self.settings = Settings.resolve(base_url, token, timeout, retries, backoff, actor)
         self._http = httpx.Client(
             base_url=self.settings.base_url, headers=self.settings.headers(), timeout=timeout, transport=transport
         )
@@ -138,6 +141,10 @@ class Client:
 
     def health(self) -> Health:
         return self._send(calls.health())
+
+    def whoami(self) -> Caller:
+        """Whom the credential acts as: tenant, role, principal and, when bound, its actors."""
+        return self._send(calls.whoami())
 
     # -- operators ------------------------------------------------------------------------
 

@@ -22,13 +22,25 @@ from episodic.model.episode import (
     UtcDatetime,
 )
 
+MAX_BOUND_ACTORS = 50
+"""The most actors one credential may be bound to."""
+
 
 class Caller(CamelModel):
-    """Who is calling, as established by the authorizer. Never taken from a request body."""
+    """Who is calling, as established by the authorizer. Never taken from a request body.
+
+    ``actors`` is whom the credential may act for. ``None`` is a tenant-wide credential (a
+    trusted backend that serves many people of the tenant and says per request whom it serves);
+    a list binds it: it writes, corrects, erases and votes only for those actors, and reads the
+    private and sensitive episodes of nobody else."""
 
     tenant_id: Id
     role: Role
     principal_id: Annotated[str, Field(min_length=1, max_length=256)]
+    actors: Annotated[tuple[Id, ...], Field(min_length=1, max_length=MAX_BOUND_ACTORS)] | None = Field(
+        default=None,
+        description="The actors this credential may act for; absent: every actor of the tenant.",
+    )
     provenance: ProposedBy | None = Field(
         default=None,
         description="Where this caller's proposals come from, as its credentials vouch: set only by trusted "
@@ -39,6 +51,20 @@ class Caller(CamelModel):
     @property
     def is_operator(self) -> bool:
         return self.role is Role.OPERATOR
+
+    @property
+    def is_bound(self) -> bool:
+        """Whether the credential acts for named actors only."""
+        return self.actors is not None
+
+    def covers(self, actor_id: str | None) -> bool:
+        """Whether this caller may act for ``actor_id`` (an unbound credential acts for anyone)."""
+        return self.actors is None or actor_id in self.actors
+
+    @field_validator("actors")
+    @classmethod
+    def _distinct(cls, actors: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if actors is None else tuple(dict.fromkeys(actors))
 
 
 class Redaction(CamelModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from episodic.digests import digestible
+from episodic.errors import ActorNotCoveredError
 from episodic.model import (
     Caller,
     Decision,
@@ -46,7 +47,18 @@ class Conversations:
         self, caller: Caller, session_id: str, request: TurnsRequest, idempotency_key: str | None = None
     ) -> TurnsResult:
         """Propose every turn (decided independently, like a batch); then, at the end of the
-        session, write its handoff summary."""
+        session, write its handoff summary.
+
+        A credential bound to actors records only their turns: a turn by any other speaker --
+        the assistant's included, unless the credential is bound to the assistant's actor id too
+        -- refuses the whole request (403), so nobody's words are stored under another's name."""
+        outside = [t.turn_id for t in request.turns if not caller.covers(t.speaker)]
+        if outside:
+            raise ActorNotCoveredError(
+                f"this credential acts for {', '.join(caller.actors or ())} only; turns by other speakers "
+                "cannot be recorded with it",
+                turnIds=outside,
+            )
         proposals = [self._proposal(session_id, turn, request.project_id) for turn in request.turns]
         results = self.writes.remember_batch(caller, proposals, idempotency_key)
         turns = [_turn_result(turn, result) for turn, result in zip(request.turns, results, strict=True)]
@@ -97,7 +109,7 @@ class Conversations:
             decision=result.decision,
             reasons=result.reasons,
             event_id=result.event_id,
-            summary=proposal.summary if result.decision is not Decision.DENY else None,
+            summary=proposal.summary if result.decision is Decision.ALLOW else None,  # held text is for reviewers
             cited_turn_ids=[ref for e in sources for ref in e.source_refs],
         )
 

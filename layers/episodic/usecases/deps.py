@@ -16,6 +16,7 @@ from typing import Any
 
 from ulid import ULID
 
+from episodic.access import may_read
 from episodic.errors import ForbiddenError, NotFoundError
 from episodic.model import AuditRecord, Caller, Episode, PolicyDecision
 from episodic.policy import WritePolicy
@@ -123,9 +124,10 @@ class Deps:
         )
 
     def visible(self, caller: Caller, event_id: str) -> Episode:
-        """The caller's tenant's episode, unexpired; anything else is not found."""
+        """The caller's tenant's episode, unexpired, if the caller may read it
+        (:func:`episodic.access.may_read`); anything else is not found."""
         episode = self.episodes.get(caller.tenant_id, event_id)
-        if episode is None or episode.is_expired(self.clock.now()):
+        if episode is None or episode.is_expired(self.clock.now()) or not may_read(caller, episode):
             raise NotFoundError(f"no episode {event_id}")
         return episode
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+from episodic.access import require_changeable
 from episodic.errors import ForbiddenError, NotFoundError
 from episodic.expiry import content_hash
 from episodic.model import Caller, Episode, ErasureResult
@@ -27,6 +28,7 @@ class Erasure:
             if record is None:
                 raise NotFoundError(f"no episode {event_id}")
             episode = Episode.model_validate(record["episode"])
+        require_changeable(caller, episode, "erase an episode", pending=True)
         if not episode.retention.delete_on_request and not caller.is_operator:
             raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
         return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")

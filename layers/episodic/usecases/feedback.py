@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from episodic.access import require_changeable
 from episodic.model import Caller, Episode
 from episodic.ports import Changes, StatsChange
 from episodic.retention import retention_score
@@ -15,6 +16,7 @@ class Feedback:
     def feedback(self, caller: Caller, event_id: str, helpful: bool, note: str | None = None) -> Episode:
         deps = self.deps
         episode = deps.visible(caller, event_id)
+        require_changeable(caller, episode, "give feedback")
         now = deps.clock.now()
         count = episode.feedback_count + 1
         score = (episode.feedback_score * episode.feedback_count + (1.0 if helpful else -1.0)) / count

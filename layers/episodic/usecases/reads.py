@@ -2,9 +2,10 @@
 
 Everything read is scoped first -- the caller's tenant always, then the filters asked for,
 status, retention and privacy -- by one :func:`scope_for`. Private and sensitive episodes are
-listed or recalled only when the read names their actor (operators may list them in
-timelines; recall feeds prompts, so it makes no exception). Everything a recall adds to its
-answer (neighbouring turns, the evidence block) is read under the recall's own scope.
+listed or recalled only when the read names their actor and the caller may act for it
+(:mod:`episodic.access`; operators may list them in timelines; recall feeds prompts, so it
+makes no exception). Everything a recall adds to its answer (neighbouring turns, the evidence
+block) is read under the recall's own scope.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from episodic.access import ACTOR_SCOPED_PRIVACY, sees_private_of
 from episodic.errors import ForbiddenError, StorageError
 from episodic.evidence import render_context
 from episodic.model import (
@@ -39,9 +41,6 @@ from episodic.usecases.replies import replies_to, session_turns, shifted
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
 
-ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
-"""Privacy classes listed or recalled only when the read is scoped to that one actor."""
-
 
 def scope_for(
     caller: Caller,
@@ -57,9 +56,7 @@ def scope_for(
     all_privacy_for_operators: bool = True,
 ) -> Scope:
     """The one scope every read uses: the caller's tenant, the filters, and the privacy rule."""
-    # Truthiness, not None: an empty actor id (``?actorId=``) scopes to no actor, so it must not
-    # admit the private classes either.
-    sees_all = bool(actor_id) or (all_privacy_for_operators and caller.is_operator)
+    sees_all = sees_private_of(caller, actor_id) or (all_privacy_for_operators and caller.is_operator)
     return Scope(
         tenant_id=caller.tenant_id,
         now=now,

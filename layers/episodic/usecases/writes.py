@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from episodic.access import require_changeable, require_covered
 from episodic.errors import ConflictError, ForbiddenError, InvalidRequestError, WritesDisabledError
 from episodic.model import (
     Caller,
@@ -56,6 +57,7 @@ class Writes:
         A retry of a correction that went through (same Idempotency-Key and body) finds the old
         episode superseded already: it replays the first result instead of a conflict."""
         old = self.deps.visible(caller, event_id)
+        require_changeable(caller, old, "correct an episode")
         supersedes = list(dict.fromkeys([event_id, *proposal.supersedes_event_ids]))
         proposal = proposal.model_copy(
             update={
@@ -95,7 +97,22 @@ class Writes:
         for proposal in proposals:
             if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
                 raise ForbiddenError("the episode names a tenant other than the caller's")
+        proposals = [self._for_bound_actor(caller, p) for p in proposals]
         return self.idempotency.run(caller, kind, proposals, key, self._write)
+
+    def _for_bound_actor(self, caller: Caller, proposal: EpisodeProposal) -> EpisodeProposal:
+        """A bound credential writes for its actors only: a proposal without an actor is its one
+        actor's; one for another actor, or superseding another actor's episode, is refused."""
+        if not caller.is_bound:
+            return proposal
+        if proposal.actor_id is None and caller.actors and len(caller.actors) == 1:
+            proposal = proposal.model_copy(update={"actor_id": caller.actors[0]})
+        require_covered(caller, [proposal.actor_id], "write an episode")
+        if proposal.supersedes_event_ids:
+            found = self.deps.episodes.get_many(caller.tenant_id, proposal.supersedes_event_ids)
+            for old in found.values():
+                require_changeable(caller, old, "supersede an episode")
+        return proposal
 
     def _write(
         self, caller: Caller, proposals: list[EpisodeProposal], keys: Sequence[ItemKey | None]

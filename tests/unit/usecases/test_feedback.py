@@ -24,9 +24,9 @@ def feedback(deps) -> Feedback:
 def test_given_three_votes_when_recorded_then_the_score_is_their_running_mean_rounded(writes, feedback, store):
     event_id = writes.remember(AGENT, proposal()).event_id
     scores = [feedback.feedback(AGENT, event_id, helpful=h).feedback_score for h in (True, True, False)]
-    assert scores == [1.0, 1.0, 0.333333]
+    assert scores == pytest.approx([1.0, 1.0, 0.333333])
     stored = store.get("acme", event_id)
-    assert stored.feedback_score == 0.333333 and stored.feedback_count == 3
+    assert stored.feedback_score == pytest.approx(0.333333) and stored.feedback_count == 3
 
 
 def test_given_feedback_when_recorded_then_the_stored_retention_score_is_recomputed_with_the_tag_weights(

@@ -114,7 +114,7 @@ def test_given_private_and_sensitive_sources_when_summarised_then_the_digest_is_
     sensitive = _sensitive(writes, clock, "cust-dana")
     result = summarisation.summarise_actor("acme", "cust-dana", clock.now() - timedelta(hours=24), clock.now())
     digest = store.get("acme", result.event_id)
-    assert digest.privacy_class is PrivacyClass.PRIVATE and digest.importance == 0.9
+    assert digest.privacy_class is PrivacyClass.PRIVATE and digest.importance == pytest.approx(0.9)
     assert set(digest.source_refs) == {cite(i) for i in [*ordinary, private]}
     assert cite(sensitive) not in digest.source_refs
 

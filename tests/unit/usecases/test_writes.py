@@ -139,11 +139,13 @@ def test_given_an_unknown_or_expired_episode_when_corrected_then_it_is_not_found
         writes.correct(AGENT, short.event_id, proposal(summary="User wants XML invoices"))
 
 
-def test_given_an_episode_pending_review_when_corrected_then_it_conflicts(writes):
+def test_given_an_episode_pending_review_when_corrected_then_agents_do_not_find_it_and_operators_conflict(writes):
     held = writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
     assert held.decision is Decision.REVIEW
-    with pytest.raises(ConflictError):
+    with pytest.raises(NotFoundError):  # held text is for reviewers: it does not exist for an agent
         writes.correct(AGENT, held.event_id, proposal(summary="User wants XML invoices"))
+    with pytest.raises(ConflictError):
+        writes.correct(OPERATOR, held.event_id, proposal(summary="User wants XML invoices"))
 
 
 def test_given_another_actors_episode_when_an_agent_supersedes_it_then_review_but_an_operator_supersedes_it(

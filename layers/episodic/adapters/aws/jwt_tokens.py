@@ -2,9 +2,10 @@
 stack whose authorizer verifies HS256 tokens before a real identity provider issues them.
 
 The token carries exactly the claims ``functions.authorizer`` requires (``sub``, ``iss``,
-``aud``, ``iat``, ``exp``, the tenant and role claims) and is signed with the stack's shared
-secret, read from Secrets Manager (the ``JwtSecretArn`` stack output) or given directly. It is
-short-lived by default: a test token should not outlive the test.
+``aud``, ``iat``, ``exp``, the tenant and role claims, and the actors claim of a bound agent)
+and is signed with the stack's shared secret, read from Secrets Manager (the ``JwtSecretArn``
+stack output) or given directly. It is short-lived by default: a test token should not outlive
+the test.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class TokenClaims:
     hours: float = 1.0
     tenant_claim: str = "tenantId"
     role_claim: str = "role"
+    actors: tuple[str, ...] = ()
+    """Bind the token to these actors (an agent that acts for them only); empty: tenant-wide."""
+    actors_claim: str = "actors"
 
 
 def mint(claims: TokenClaims, secret: str, now: datetime | None = None) -> str:
@@ -48,6 +52,10 @@ def mint(claims: TokenClaims, secret: str, now: datetime | None = None) -> str:
         claims.tenant_claim: claims.tenant_id,
         claims.role_claim: claims.role,
     }
+    if claims.actors:
+        if claims.role != "agent":
+            raise ValueError("only agent tokens are bound to actors; operators act for the whole tenant")
+        payload[claims.actors_claim] = list(claims.actors)
     return str(jwt.encode(payload, secret, algorithm="HS256"))
 
 

@@ -175,7 +175,10 @@ class _Handler(BaseHTTPRequestHandler):
         caller = self.server.tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
         if caller is None:
             return None
-        return {"principalId": caller.principal_id, "tenantId": caller.tenant_id, "role": caller.role.value}
+        context = {"principalId": caller.principal_id, "tenantId": caller.tenant_id, "role": caller.role.value}
+        if caller.actors:
+            context["actors"] = ",".join(caller.actors)  # authorizer context values are strings, as in AWS
+        return context
 
     def _dispatch(self) -> None:
         self._started = time.perf_counter()

@@ -1,8 +1,10 @@
-"""Local bearer tokens: each token maps to a tenant and a role.
+"""Local bearer tokens: each token maps to a tenant, a role and, for a bound agent, its actors.
 
-Sources, first found wins: the ``EPISODIC_TOKENS`` variable (``token=tenant:role,...``),
-then ``<data-dir>/tokens.json``. With neither, a tokens file is created with one agent
-and one operator token for tenant ``demo`` (mode 0600) and the tokens are printed once.
+Sources, first found wins: the ``EPISODIC_TOKENS`` variable (``token=tenant:role[:actor+actor],...``),
+then ``<data-dir>/tokens.json`` (``{token: {"tenantId", "role", "actors"?}}``). With neither, a
+tokens file is created with one agent and one operator token for tenant ``demo`` (mode 0600) and
+the tokens are printed once. An agent token without actors is tenant-wide (a trusted backend);
+with actors it acts for them only (:mod:`episodic.access`). Operators act tenant-wide.
 In AWS, the API Gateway authorizer does this job instead.
 """
 
@@ -15,10 +17,12 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from episodic.model import Caller, Role
+from episodic.model.messages import MAX_BOUND_ACTORS
 
 
 @dataclass(frozen=True)
@@ -38,15 +42,16 @@ class TokenBook:
 
 MIN_TOKEN_LENGTH = 16
 TOKEN_RULES = (
-    f"token=tenant:role, comma-separated; a token is at least {MIN_TOKEN_LENGTH} characters without "
-    "',' or '='; a tenant is letters, digits and _ . : @ - (starting with a letter or digit); "
-    "a role is agent or operator"
+    f"token=tenant:role[:actor+actor], comma-separated; a token is at least {MIN_TOKEN_LENGTH} characters "
+    "without ',' or '='; a tenant or actor is letters, digits and _ . : @ - (starting with a letter or digit); "
+    "a role is agent or operator; only agents are bound to actors"
 )
 
 
 def parse_tokens(spec: str) -> dict[str, Caller]:
-    """Parse ``token=tenant:role,...``. A bad entry raises ValueError naming the entry by its
-    position and the real reason, never the token itself (error output ends up in logs)."""
+    """Parse ``token=tenant:role[:actor+actor],...``. A bad entry raises ValueError naming the
+    entry by its position and the real reason, never the token itself (error output ends up in
+    logs)."""
     tokens: dict[str, Caller] = {}
     for position, entry in enumerate((e.strip() for e in spec.split(",")), start=1):
         if not entry:
@@ -57,23 +62,35 @@ def parse_tokens(spec: str) -> dict[str, Caller]:
         tenant, has_colon, role = rest.partition(":")
         if not has_colon:
             raise ValueError(f"EPISODIC_TOKENS entry {position}: no ':' between tenant and role ({TOKEN_RULES})")
-        tokens[token] = _caller(token, tenant, role, where=f"EPISODIC_TOKENS entry {position}")
+        role, _, actors = role.partition(":")
+        bound = [a for a in actors.split("+") if a] if actors else None
+        tokens[token] = _caller(token, tenant, role, bound, where=f"EPISODIC_TOKENS entry {position}")
     if not tokens:
         raise ValueError(f"EPISODIC_TOKENS is set but holds no token (expected {TOKEN_RULES})")
     return tokens
 
 
-def _caller(token: str, tenant: str, role: str, where: str = "token") -> Caller:
+def _caller(token: str, tenant: str, role: str, actors: list[str] | None = None, where: str = "token") -> Caller:
     if len(token) < MIN_TOKEN_LENGTH:
         raise ValueError(f"{where}: the token has {len(token)} characters; tokens need at least {MIN_TOKEN_LENGTH}")
     if role not in {r.value for r in Role}:
         raise ValueError(f"{where}: role {role!r} is not one of {', '.join(r.value for r in Role)}")
+    if actors is not None and role != Role.AGENT.value:
+        raise ValueError(f"{where}: only agent tokens are bound to actors; operators act for the whole tenant")
     # The audit names the principal by a hash of the token, never by the token itself.
     principal = "token:" + hashlib.sha256(token.encode()).hexdigest()[:12]
     try:
-        return Caller(tenant_id=tenant, role=Role(role), principal_id=principal)
+        Caller(tenant_id=tenant, role=Role(role), principal_id=principal)
     except ValidationError:
         raise ValueError(f"{where}: tenant {tenant!r} is not a valid id ({TOKEN_RULES})") from None
+    try:
+        return Caller(tenant_id=tenant, role=Role(role), principal_id=principal, actors=actors)
+    except ValidationError:
+        raise ValueError(f"{where}: the actors must be 1 to {MAX_BOUND_ACTORS} valid ids ({TOKEN_RULES})") from None
+
+
+def _from_file(token: str, entry: dict[str, Any]) -> Caller:
+    return _caller(token, entry["tenantId"], entry["role"], entry.get("actors"))
 
 
 def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenBook:
@@ -83,7 +100,7 @@ def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenB
     path = data_dir / "tokens.json"
     if path.exists():
         raw = json.loads(path.read_text())
-        tokens = {t: _caller(t, v["tenantId"], v["role"]) for t, v in raw.items()}
+        tokens = {t: _from_file(t, v) for t, v in raw.items()}
         return TokenBook(tokens, str(path))
     data_dir.mkdir(parents=True, exist_ok=True)
     raw = {
@@ -93,7 +110,7 @@ def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenB
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump(raw, handle, indent=2)
-    tokens = {t: _caller(t, v["tenantId"], v["role"]) for t, v in raw.items()}
+    tokens = {t: _from_file(t, v) for t, v in raw.items()}
     return TokenBook(tokens, str(path), created=True)
 
 
@@ -101,17 +118,18 @@ def token_file(data_dir: Path) -> Path:
     return data_dir / "tokens.json"
 
 
-def listed_tokens(data_dir: Path) -> list[tuple[str, str, str]]:
-    """``(token, tenant, role)`` of the tokens file, or ``[]`` when there is none yet."""
-    return [(token, v["tenantId"], v["role"]) for token, v in _read(data_dir).items()]
+def listed_tokens(data_dir: Path) -> list[tuple[str, str, str, list[str] | None]]:
+    """``(token, tenant, role, actors)`` of the tokens file, or ``[]`` when there is none yet."""
+    return [(token, v["tenantId"], v["role"], v.get("actors")) for token, v in _read(data_dir).items()]
 
 
-def create_token(data_dir: Path, tenant: str, role: str) -> str:
-    """A new token for ``tenant`` and ``role`` in the tokens file (created, mode 0600, if missing)."""
+def create_token(data_dir: Path, tenant: str, role: str, actors: list[str] | None = None) -> str:
+    """A new token for ``tenant`` and ``role`` in the tokens file (created, mode 0600, if missing),
+    bound to ``actors`` when given (an agent that acts for them only)."""
     token = secrets.token_urlsafe(24)
-    _caller(token, tenant, role, where="new token")  # the tenant and role must be valid
+    _caller(token, tenant, role, actors, where="new token")  # the tenant, role and actors must be valid
     raw = _read(data_dir)
-    raw[token] = {"tenantId": tenant, "role": role}
+    raw[token] = {"tenantId": tenant, "role": role} | ({"actors": list(dict.fromkeys(actors))} if actors else {})
     _write(data_dir, raw)
     return token
 
@@ -129,12 +147,12 @@ def rotate_token(data_dir: Path, old: str) -> str:
     return new
 
 
-def _read(data_dir: Path) -> dict[str, dict[str, str]]:
+def _read(data_dir: Path) -> dict[str, dict[str, Any]]:
     path = token_file(data_dir)
     return dict(json.loads(path.read_text())) if path.exists() else {}
 
 
-def _write(data_dir: Path, raw: dict[str, dict[str, str]]) -> None:
+def _write(data_dir: Path, raw: dict[str, dict[str, Any]]) -> None:
     """Replace the tokens file atomically, readable by its owner only."""
     data_dir.mkdir(parents=True, exist_ok=True)
     staging = token_file(data_dir).with_suffix(".json.new")

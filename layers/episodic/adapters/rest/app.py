@@ -14,11 +14,14 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
+from episodic.access import acting_for
 from episodic.adapters.rest.resolver import ConcurrentRestResolver
-from episodic.errors import EpisodicError, UnauthorizedError
+from episodic.errors import EpisodicError, InvalidRequestError, UnauthorizedError
 from episodic.logs import service_logger
 from episodic.model import Caller, CamelModel
+from episodic.model.messages import MAX_BOUND_ACTORS
 from episodic.service import MemoryService
 
 logger = service_logger("episodic-api")
@@ -81,14 +84,41 @@ def set_service(service: MemoryService | None) -> None:
     _service = service
 
 
+ACTOR_HEADER = "X-Episodic-Actor"
+"""Narrows the request's credential to the actors it names (comma-separated): how a tenant-wide
+backend, or the MCP server, says whom it acts for. It never widens a credential."""
+
+
 def current_caller() -> Caller:
-    """The caller as established by the authorizer; a request without one is refused."""
+    """The caller as established by the authorizer (``actors``: the comma-separated actors a
+    bound credential acts for), narrowed by :data:`ACTOR_HEADER`; a request without one is
+    refused."""
     authorizer = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer") or {}
     tenant, role = authorizer.get("tenantId"), authorizer.get("role")
     principal = authorizer.get("principalId") or authorizer.get("principalID")
     if not tenant or not role or not principal:
         raise UnauthorizedError("no authenticated caller in the request context")
-    return Caller.model_validate({"tenantId": tenant, "role": role, "principalId": principal})
+    bound = _actor_list(authorizer.get("actors"))
+    try:
+        caller = Caller.model_validate({"tenantId": tenant, "role": role, "principalId": principal, "actors": bound})
+    except ValidationError:
+        raise UnauthorizedError("the request context names no valid caller") from None
+    asked = app.current_event.headers.get(ACTOR_HEADER)  # case-insensitive
+    if asked is None:
+        return caller
+    try:
+        return acting_for(caller, _actor_list(asked) or ())
+    except ValidationError:
+        raise InvalidRequestError(
+            f"{ACTOR_HEADER} names 1 to {MAX_BOUND_ACTORS} actor ids, comma-separated (letters, digits, _ . : @ -)"
+        ) from None
+
+
+def _actor_list(value: Any) -> tuple[str, ...] | None:
+    """``"a,b"`` -> ``("a", "b")``; nothing -> None (API Gateway passes context values as strings)."""
+    if not value:
+        return None
+    return tuple(a.strip() for a in str(value).split(",") if a.strip())
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

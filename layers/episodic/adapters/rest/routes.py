@@ -15,6 +15,7 @@ from episodic.adapters.rest.app import app, current_caller, get_service, json_re
 from episodic.adapters.rest.responses import DENIED, WRITE_RESULTS, errors
 from episodic.model import (
     AuditRecord,
+    Caller,
     CamelModel,
     Decision,
     Episode,
@@ -302,6 +303,15 @@ def get_overview(
     days: Annotated[int, Query(ge=1, le=90, description="How many days back the daily series reach")] = 14,
 ) -> OperatorOverview:
     return get_service().overview(current_caller(), days)
+
+
+@app.get(
+    "/v1/whoami",
+    responses=errors(401, 403),
+    summary="Whom the credential acts as: tenant, role, principal and, for a bound credential, its actors",
+)
+def get_whoami() -> Caller:
+    return current_caller()
 
 
 @app.get("/v1/health", responses=errors(), summary="Liveness and configuration (no authentication)")
