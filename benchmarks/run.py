@@ -8,6 +8,8 @@ Prints a table and writes ``BENCHMARKS.md`` with the machine it ran on:
 * recall latency p50/p99 by corpus and scope size (``recall_at_scale``);
 * end-to-end API latency through the local HTTP server, one client and then 16 at once
   (30% writes, 70% recalls, two tenants; ``mixed_load``), with where the server's time goes;
+* the write policy on pathological input (64 KiB of each shape its own patterns' words make)
+  beside ordinary text, as ratios, and ``/v1/health`` while the costliest write runs;
 * cold import time of each Lambda handler module, and the size of each deployment package;
 * peak memory of the run.
 
@@ -447,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--conversations", default=None, help="one conversation of the test split (e.g. cv07) instead of all six"
     )
+    parser.add_argument("--pathological-shapes", type=int, default=20, help="shapes drawn from the patterns' words")
+    parser.add_argument("--health-writes", type=int, default=5, help="costliest writes /v1/health is timed during")
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
     writes = args.writes or (5000 if args.full else 500)
@@ -455,9 +459,15 @@ def main(argv: list[str] | None = None) -> int:
     from episodic.cli_output import progress
 
     info = machine()
-    with progress("benchmarks", total=8) as bar:
+    with progress("benchmarks", total=9) as bar:
         bar.describe(f"write throughput ({writes} episodes)")
         w = write_throughput(writes)
+        bar.advance()
+        bar.describe("the write policy on pathological input, and /v1/health during the costliest write")
+        from benchmarks import pathological
+
+        worst_inputs = pathological.measure(sampled=args.pathological_shapes)
+        health = pathological.health_during_worst_write(writes=args.health_writes)
         bar.advance()
         bar.describe(f"recall latency (tenants {sizes})")
         with tempfile.TemporaryDirectory() as tmp:
@@ -541,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *[f"- {stage}: {share:.0%}" for stage, share in w["policy_profile"].items()],
         "",
+        *pathological.section(worst_inputs, health),
         "## Scoped recall latency (vector path, query embedding excluded)",
         "",
         "```",

@@ -102,7 +102,7 @@ def _backend(name: str, settings: Any) -> Iterator[tuple[Any, str]]:
 def _run_server(server: Any, settings: Any, tokens: Any, service: Any, where: str, first: bool, workers: int) -> int:
     """Serve until stopped; the first process also runs the schedules and says where it listens."""
     from episodic.adapters import rest
-    from episodic.adapters.local.server import Scheduler
+    from episodic.adapters.local.scheduler import Scheduler
 
     rest.set_service(service)
     warm = getattr(service.embedder, "warm_up", None)

@@ -19,7 +19,6 @@ The dev part is for tuning; the test part is for reporting, and nothing is tuned
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from episodic import linear
 from episodic.evaluation import ndcg_at_k, recall_at_k
 from episodic.model import Caller, Decision, EpisodeProposal, RecallRequest, Role
 from episodic.model.conversations import TurnsRequest
@@ -36,6 +36,9 @@ K = 10
 KINDS = ("single_hop", "multi_hop", "temporal", "open_domain")
 
 
+_NOT_ALNUM = linear.compile(r"[^a-z0-9]+")
+
+
 def load_conversations(folder: Path) -> list[dict[str, Any]]:
     """Every ``cv*.json`` of ``folder``, in name order."""
     return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("cv*.json"))]
@@ -43,7 +46,7 @@ def load_conversations(folder: Path) -> list[dict[str, Any]]:
 
 def actor_id(speaker: str) -> str:
     """A speaker's name as an actor id (lower-case, ``-`` for anything but letters and digits)."""
-    return re.sub(r"[^a-z0-9]+", "-", speaker.lower()).strip("-") or "speaker"
+    return _NOT_ALNUM.sub("-", speaker.lower()).strip("-") or "speaker"
 
 
 def turn_time(session: dict[str, Any], index: int) -> datetime:

@@ -43,21 +43,23 @@ Pure functions over strings, no I/O: core code, used by every backend and by tes
 from __future__ import annotations
 
 import itertools
-import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-_ALNUM = r"[^\W_]"
-_TOKEN = re.compile(rf"{_ALNUM}+(?:[._\-/:@#]{_ALNUM}+)*")
+from episodic import linear
+
+_ALNUM = r"[\pL\pN]"
+_TOKEN = linear.compile(rf"{_ALNUM}+(?:[._\-/:@#]{_ALNUM}+)*")
 """A compound token: letters and digits joined by internal ``. _ - / : @ #`` (no trailing punctuation).
 An apostrophe ends a token, so ``Alice's`` is ``Alice`` followed by ``s``."""
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-_STRUCTURAL = re.compile(r"[/:@#]")
-_ANY_SEPARATOR = re.compile(r"[._\-/:@#]")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+_NUMBER = linear.compile(r"\d+(?:[.,]\d+)*")
+_THOUSANDS = linear.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_STRUCTURAL = linear.compile(r"[/:@#]")
+_ANY_SEPARATOR = linear.compile(r"[._\-/:@#]")
 _OPENING = "\"'([{\u201c\u2018\u00ab"  # also the typographic opening quotes and guillemet
+_CLOSING = "\"')]"
+_SENTENCE_MARKS = ".!?"
 
 _EXEMPT_WORDS = frozenset({"I"})
 """Capitalised in any position for grammatical reasons, not because they name something."""
@@ -83,8 +85,22 @@ def _is_identifier(token: str) -> bool:
 
 
 def _is_sentence_initial(line: str, start: int) -> bool:
-    before = line[:start].rstrip().rstrip(_OPENING).rstrip()
-    return not before or bool(_SENTENCE_END.search(before))
+    """Whether the token at ``start`` opens a sentence: only spaces and opening quotes before it,
+    then the line's start or a full stop, question or exclamation mark (and any closing quotes).
+    Read backwards over just those characters, so the tokens of a line cost what the line does."""
+    at = _back_over(line, start, str.isspace)
+    at = _back_over(line, at, _OPENING.__contains__)
+    at = _back_over(line, at, str.isspace)
+    if at == 0:
+        return True
+    at = _back_over(line, at, _CLOSING.__contains__)
+    return at > 0 and line[at - 1] in _SENTENCE_MARKS
+
+
+def _back_over(line: str, at: int, skipped: Callable[[str], bool]) -> int:
+    while at > 0 and skipped(line[at - 1]):
+        at -= 1
+    return at
 
 
 @dataclass(frozen=True)

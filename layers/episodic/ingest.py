@@ -30,7 +30,6 @@ propagate so the caller retries that event.
 from __future__ import annotations
 
 import json
-import re
 import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,6 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from episodic import linear
 from episodic.errors import ConflictError
 from episodic.model import (
     Caller,
@@ -64,7 +64,7 @@ TENANT_KEYS = ("tenantId", "tenant_id")
 """Detail keys through which a producer might try to choose a tenant; see ``tenant_override``."""
 
 _KEY = r"[A-Za-z0-9_-]+"
-_PLACEHOLDER = re.compile(rf"^(?:detail(?:\.{_KEY})+|{'|'.join(sorted(ENVELOPE_FIELDS))})$")
+_PLACEHOLDER = linear.compile(rf"^(?:detail(?:\.{_KEY})+|{'|'.join(sorted(ENVELOPE_FIELDS))})$")
 _DETAIL_PATH = rf"^{_KEY}(?:\.{_KEY})*$"
 _FORMATTER = string.Formatter()
 

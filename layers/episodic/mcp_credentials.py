@@ -52,10 +52,10 @@ class Session:
 
 
 class StdioSessions:
-    """One credential and one actor for the life of the process."""
+    """One credential (``token``, else ``EPISODIC_TOKEN``) and one actor for the life of the process."""
 
-    def __init__(self, base_url: str | None, actor: str) -> None:
-        self._session = Session(AsyncClient(base_url, actor=actor), actor)
+    def __init__(self, base_url: str | None, actor: str, token: str | None = None) -> None:
+        self._session = Session(AsyncClient(base_url, token, actor=actor), actor)
 
     async def current(self) -> Session:
         return self._session

@@ -14,11 +14,12 @@ October not in the future.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from episodic import linear
+from episodic.linear import Match
 from episodic.query_calendar import MONTH, MONTHS, calendar_window, month_days, month_year
 
 _WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
@@ -28,22 +29,22 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
 _WEEKDAY = r"(" + "|".join(_WEEKDAYS) + r")"
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+_PATTERNS: list[tuple[str, linear.Pattern]] = [
     (
         "trailing",
-        re.compile(rf"\b(?:in\s+|over\s+|during\s+)?(?:the\s+)?(?:last|past)\s+{_NUM}\s+(day|week|month)s?\b"),
+        linear.compile(rf"\b(?:in\s+|over\s+|during\s+)?(?:the\s+)?(?:last|past)\s+{_NUM}\s+(day|week|month)s?\b"),
     ),
-    ("ago", re.compile(rf"\b{_NUM}\s+(day|week|month)s?\s+ago\b")),
-    ("yesterday", re.compile(r"\b(?:yesterday|last\s+night)\b")),
-    ("today", re.compile(r"\b(?:today|this\s+morning|this\s+afternoon|tonight)\b")),
-    ("past_unit", re.compile(r"\b(?:in\s+|over\s+|during\s+|within\s+)?the\s+(?:past|last)\s+(week|month)\b")),
-    ("last_week", re.compile(r"\b(?:last|previous)\s+week\b")),
-    ("this_week", re.compile(r"\bthis\s+week\b")),
-    ("last_month", re.compile(r"\b(?:last|previous)\s+month\b")),
-    ("this_month", re.compile(r"\bthis\s+month\b")),
-    ("since_weekday", re.compile(rf"\bsince\s+(?:last\s+)?{_WEEKDAY}\b")),
-    ("weekday", re.compile(rf"\b(?:on|last|this\s+past)\s+{_WEEKDAY}\b")),
-    ("month", re.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{MONTH}(?:\s+(\d{{4}}))?\b")),
+    ("ago", linear.compile(rf"\b{_NUM}\s+(day|week|month)s?\s+ago\b")),
+    ("yesterday", linear.compile(r"\b(?:yesterday|last\s+night)\b")),
+    ("today", linear.compile(r"\b(?:today|this\s+morning|this\s+afternoon|tonight)\b")),
+    ("past_unit", linear.compile(r"\b(?:in\s+|over\s+|during\s+|within\s+)?the\s+(?:past|last)\s+(week|month)\b")),
+    ("last_week", linear.compile(r"\b(?:last|previous)\s+week\b")),
+    ("this_week", linear.compile(r"\bthis\s+week\b")),
+    ("last_month", linear.compile(r"\b(?:last|previous)\s+month\b")),
+    ("this_month", linear.compile(r"\bthis\s+month\b")),
+    ("since_weekday", linear.compile(rf"\bsince\s+(?:last\s+)?{_WEEKDAY}\b")),
+    ("weekday", linear.compile(rf"\b(?:on|last|this\s+past)\s+{_WEEKDAY}\b")),
+    ("month", linear.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{MONTH}(?:\s+(\d{{4}}))?\b")),
 ]
 
 
@@ -67,7 +68,7 @@ def _count(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBERS[word]
 
 
-def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
+def _window(kind: str, match: Match, now: datetime) -> tuple[datetime, datetime] | None:
     today = _start_of_day(now)
     week_start = today - timedelta(days=today.weekday())
     if kind == "trailing":
@@ -106,8 +107,9 @@ def _window(kind: str, match: re.Match[str], now: datetime) -> tuple[datetime, d
 
 def interpret(query: str, now: datetime) -> Interpretation:
     """Find the first time phrase: a calendar phrase (:mod:`episodic.query_calendar`: "the first
-    week of September 2025") before the relative ones, most specific patterns first."""
-    lowered = query.lower()
+    week of September 2025") before the relative ones, most specific patterns first. The phrases
+    are English words, read as :func:`episodic.linear.ascii_words` reads them."""
+    lowered = linear.ascii_words(query.lower())
     dated = calendar_window(lowered, now)
     if dated is not None:
         phrase, after, before = dated
@@ -116,7 +118,7 @@ def interpret(query: str, now: datetime) -> Interpretation:
         match = pattern.search(lowered)
         if match is None:
             continue
-        if kind == "month" and match.group(1) == "may" and not re.search(r"\b(?:in|during)\s+may\b", lowered):
+        if kind == "month" and match.group(1) == "may" and not _IN_MAY.search(lowered):
             continue  # "may" is usually the verb
         try:
             window = _window(kind, match, now)
@@ -128,10 +130,15 @@ def interpret(query: str, now: datetime) -> Interpretation:
     return Interpretation(query)
 
 
-def _without(query: str, match: re.Match[str]) -> str:
+_IN_MAY = linear.compile(r"\b(?:in|during)\s+may\b")
+_SPACES = linear.compile(r"\s{2,}")
+_SPACE_BEFORE_MARK = linear.compile(r"\s+(?P<mark>[?.!,;:])|\s+$")
+
+
+def _without(query: str, match: Match) -> str:
     """The query with the phrase ``match`` found (in its lower-cased copy) taken out."""
-    text = (query[: match.start()] + query[match.end() :]).strip()
-    return re.sub(r"\s+(?=[?.!,;:]|$)", "", re.sub(r"\s{2,}", " ", text)) or query
+    text = _SPACES.sub(" ", (query[: match.start()] + query[match.end() :]).strip())
+    return _SPACE_BEFORE_MARK.sub(lambda m: m.group("mark") or "", text) or query
 
 
 _FILLER = frozenset(
@@ -146,8 +153,6 @@ _FILLER = frozenset(
 )
 """Words that ask but name nothing: a query made of these and a time phrase asks for the window."""
 
-_WORD = re.compile(r"\w+")
-
 
 def has_content(text: str) -> bool:
     """Whether ``text`` names anything: a word outside the question filler and stop words."""
@@ -159,12 +164,14 @@ def lexical_terms(text: str) -> list[str]:
     words are left out, so "what is the weather" matches on "weather" alone and "the" on
     nothing (a stop-word hit, scored against the best hit of a small pool, used to look like
     a perfect match)."""
-    words = _WORD.findall(text.lower())
+    words = linear.words(text.lower())
     return list(dict.fromkeys(w for w in words if w not in _FILLER and (len(w) > 1 or w.isdigit())))
 
 
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)*)")
-"""A capitalised word or run of words that does not open a sentence: a name, mostly."""
+_NAME = linear.compile(r"(?P<veto>^|[.!?]\s)?\b(?P<name>[A-Z]\pL+(?:\s+[A-Z]\pL+)*)")
+"""A capitalised word or run of words that does not open a sentence (the veto: at the start, or
+after a full stop and a space): a name, mostly."""
+_ACTOR_SEPARATORS = str.maketrans("-_.:@", "     ")
 
 WIDENING_SOURCES = 3
 """How many of the best items a second round takes names from."""
@@ -174,12 +181,14 @@ def widening_names(query: str, texts: Iterable[str], actor_ids: Iterable[str], l
     """The names ``texts`` mention that the query does not: who, where and what a multi-part
     question's first answers point to ("the friend who talked her into it" -> "Kirsty").
     Names that are actors (the query's own subjects) and words that name nothing are left out."""
-    asked = {w.lower() for w in _WORD.findall(query)}
-    actors = {part for actor in actor_ids for part in re.split(r"[-_.:@]", actor.lower())}
+    asked = {w.lower() for w in linear.words(query)}
+    actors = {part for actor in actor_ids for part in actor.lower().translate(_ACTOR_SEPARATORS).split(" ")}
     names: list[str] = []
     for text in texts:
         for match in _NAME.finditer(text):
-            new = [w for w in match.group(1).split() if not {w.lower()} & (asked | actors | _FILLER)]
+            if match.group("veto") is not None:
+                continue
+            new = [w for w in match.group("name").split() if not {w.lower()} & (asked | actors | _FILLER)]
             if new:
                 names.append(" ".join(new))
     return list(dict.fromkeys(names))[:limit]

@@ -20,8 +20,10 @@ no words to rank by, the answer is that window's episodes, newest first.
 from __future__ import annotations
 
 import calendar
-import re
 from datetime import datetime, timedelta
+
+from episodic import linear
+from episodic.linear import Match
 
 MONTHS = {
     name: index
@@ -77,17 +79,17 @@ _HALVES = {"first": (1, 15), "second": (16, 31), "latter": (16, 31), "last": (16
 _PARTS = {"early": (1, 10), "beginning": (1, 10), "start": (1, 10), "mid": (11, 20), "middle": (11, 20),
           "late": (21, 31), "end": (21, 31)}  # fmt: skip
 
-_WEEK_OF = re.compile(rf"\b{_LEAD}(first|second|third|fourth|last|final)\s+week\s+of\s+{MONTH}{_YEAR}\b")
-_HALF_OF = re.compile(rf"\b{_LEAD}(first|second|latter|last)\s+half\s+of\s+{MONTH}{_YEAR}\b")
-_PART_OF = re.compile(
+_WEEK_OF = linear.compile(rf"\b{_LEAD}(first|second|third|fourth|last|final)\s+week\s+of\s+{MONTH}{_YEAR}\b")
+_HALF_OF = linear.compile(rf"\b{_LEAD}(first|second|latter|last)\s+half\s+of\s+{MONTH}{_YEAR}\b")
+_PART_OF = linear.compile(
     rf"\b{_LEAD}(?:(early|mid|late)(?:\s*-\s*|\s+(?:of\s+)?)|(beginning|start|middle|end)\s+of\s+){MONTH}{_YEAR}\b"
 )
-_RANGE = re.compile(
+_RANGE = linear.compile(
     rf"\b{_LEAD}(?:week\s+of\s+)?{_DAY}(?:\s+{MONTH})?\s*(?:and|to|until|till|-|\u2013|\u2014)\s*{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b"
 )
-_ANY_MONTH = re.compile(rf"\b{MONTH}(?![a-z])")
+_ANY_MONTH = linear.compile(rf"\b{MONTH}(?:[^a-z]|$)")
 """Every calendar phrase names a month: one scan of the query spares the rest of the patterns."""
-_DATE = re.compile(rf"\b{_LEAD}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b|\b{_LEAD}{MONTH}\s+{_DAY}(?:,?\s+(\d{{4}}))\b")
+_DATE = linear.compile(rf"\b{_LEAD}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b|\b{_LEAD}{MONTH}\s+{_DAY}(?:,?\s+(\d{{4}}))\b")
 
 
 def month_year(month: int, written: str | None, now: datetime) -> int:
@@ -104,7 +106,7 @@ def month_days(year: int, month: int, first: int, last: int, now: datetime) -> t
     return start, start.replace(day=last) + timedelta(days=1)
 
 
-def _part(match: re.Match[str], spans: dict[str, tuple[int, int]], now: datetime) -> tuple[datetime, datetime]:
+def _part(match: Match, spans: dict[str, tuple[int, int]], now: datetime) -> tuple[datetime, datetime]:
     _, *whichever, month_name, written = match.groups()
     which, month = next(w for w in whichever if w), MONTHS[month_name]
     year = month_year(month, written, now)
@@ -115,7 +117,7 @@ def _part(match: re.Match[str], spans: dict[str, tuple[int, int]], now: datetime
     return month_days(year, month, first, last, now)
 
 
-def _range(match: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+def _range(match: Match, now: datetime) -> tuple[datetime, datetime]:
     _, first_day, first_month, last_day, last_month, written = match.groups()
     end_month = MONTHS[last_month]
     year = month_year(end_month, written, now)
@@ -128,7 +130,7 @@ def _range(match: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     return start, end
 
 
-def _date(match: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+def _date(match: Match, now: datetime) -> tuple[datetime, datetime]:
     _, day, month_name, written, _, month_first, day_second, year_second = match.groups()
     if day is None:  # "March 3, 2025"
         day, month_name, written = day_second, month_first, year_second
@@ -138,16 +140,23 @@ def _date(match: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
 
 def _may_be_the_verb(phrase: str, lead: str) -> bool:
     """ "3 may be enough": "may" is a month only with a year or after "on", "by", "in"..."""
-    return bool(re.search(r"\bmay\b", phrase)) and not re.search(r"\d{4}", phrase) and lead not in (*_LEADS, "the")
+    return bool(_MAY.search(phrase)) and not _YEAR_DIGITS.search(phrase) and lead not in (*_LEADS, "the")
 
 
-def calendar_window(lowered: str, now: datetime) -> tuple[re.Match[str], datetime | None, datetime | None] | None:
-    """The first calendar phrase of the lower-cased query, with its ``[after, before)`` window;
+_MAY = linear.compile(r"\bmay\b")
+_YEAR_DIGITS = linear.compile(r"\d{4}")
+
+
+def calendar_window(lowered: str, now: datetime) -> tuple[Match, datetime | None, datetime | None] | None:
+    """The first calendar phrase of the lower-cased query (read as :func:`episodic.linear.ascii_words`
+    reads it: English words bounded as Python's Unicode ``\\b`` bounds them), with its ``[after,
+    before)`` window;
     None when it has none (or names no real date: "31 February" is not a window). "By", "until"
     and "before" leave the window open before, "since" and "after" open after ("by late
     September" is everything up to September's end).
 
     Most specific first: a range of days, a week, a half, a part of a month, then one date."""
+    lowered = linear.ascii_words(lowered)
     if not _ANY_MONTH.search(lowered):
         return None
     readers = (

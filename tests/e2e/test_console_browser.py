@@ -227,3 +227,27 @@ def test_given_the_console_page_when_served_then_it_is_self_contained_and_locked
     # No CDN: nothing is loaded from another origin, and no script or style file at all.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", answer.text)
     assert "<script src" not in answer.text and 'rel="stylesheet"' not in answer.text
+
+
+def test_given_a_token_entered_in_swagger_ui_when_the_page_reloads_then_no_copy_of_it_is_left(served, page):
+    """Swagger UI runs under its page policy (the fixture fails on any violation or script
+    error), keeps an authorization for the page's life only, and its headers forbid framing."""
+    answer = page.goto(f"{served}/v1/swagger")
+    assert answer is not None and answer.status == 200
+    headers = answer.headers
+    assert headers["x-frame-options"] == "DENY" and "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
+    page.wait_for_selector(".swagger-ui .information-container")
+    page.click("button.authorize")
+    page.fill(".auth-container input", OPERATOR)
+    page.click(".auth-btn-wrapper button.authorize")
+    page.wait_for_selector(".auth-btn-wrapper button:has-text('Logout')")  # signed in, for this page
+    page.click(".auth-btn-wrapper button.btn-done")
+    stored = page.evaluate("() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
+    assert OPERATOR not in stored  # not even while signed in
+    page.reload()
+    page.wait_for_selector(".swagger-ui .information-container")
+    stored = page.evaluate("() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
+    assert OPERATOR not in stored and OPERATOR not in page.context.cookies().__repr__()
+    page.click("button.authorize")
+    assert page.input_value(".auth-container input") == ""  # the reload forgot it

@@ -1,6 +1,7 @@
-"""One error shape everywhere (issue #13): a path no route serves is a 404 and a route asked
-with another method a 405 with ``Allow``, both as ``{"error", "message"}`` like every other
-error, not Powertools' own ``{"statusCode", "message"}``."""
+"""One error shape everywhere: a path no route serves is a 404 and a route asked with another
+method a 405 with ``Allow`` (the route's methods, and the ``HEAD`` and ``OPTIONS`` the local
+server answers), both as ``{"error", "message"}`` like every other error, not Powertools' own
+``{"statusCode", "message"}``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from tests.e2e.conftest import Api
 
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
-    [("GET", "/v1/recall", "POST"), ("PATCH", "/v1/episodes/01ABC", "DELETE, GET"), ("DELETE", "/v1/audit", "GET")],
+    [
+        ("GET", "/v1/recall", "OPTIONS, POST"),
+        ("PATCH", "/v1/episodes/01ABC", "DELETE, GET, HEAD, OPTIONS"),
+        ("DELETE", "/v1/audit", "GET, HEAD, OPTIONS"),
+    ],
 )
 def test_given_a_route_asked_with_another_method_when_served_then_405_names_the_allowed_ones(
     api: Api, method: str, path: str, allowed: str

@@ -10,15 +10,9 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from episodic.policy import secrets as secrets_module
-from episodic.policy.fields import texts as texts_of
-from episodic.policy.prefilter import Needs, fold
 from episodic.policy.secrets import Redacted, luhn_valid, redact
 
 
@@ -369,69 +363,3 @@ def test_given_a_card_and_a_password_in_one_text_when_redacted_then_both_are_gon
     result = redact("Booked with 4111 1111 1111 1111; password: hunter2 for the portal")
     assert result.text == "Booked with [REDACTED:payment_card]; password: [REDACTED:credential] for the portal"
     assert result.kinds == ("payment_card", "credential_pair")
-
-
-# --- The literal gates: a pattern is skipped only when it cannot match ---------------------------
-
-GATE_LITERALS = sorted({literal for need in secrets_module._GATES if need for literal in need.literals})
-
-
-def test_given_the_secret_patterns_when_their_gates_are_derived_then_the_costly_ones_have_one():
-    """A ``None`` gate lets every text through: sound, but its pattern runs always. The credential
-    pairs, labelled tokens and URLs (the costly ones) are gated; of the token shapes only GitHub's,
-    whose alternatives share just their first letter, is not."""
-    ungated = [kind for (kind, _), need in zip(secrets_module._PATTERNS, secrets_module._PATTERN_NEEDS, strict=True)
-               if need is None]  # fmt: skip
-    assert ungated == ["github_token"]
-    assert None not in [*secrets_module._PAIR_NEEDS, secrets_module._URL_NEEDS, secrets_module._LABELLED_NEEDS]
-
-
-def test_given_any_code_point_ignorecase_equates_with_a_gate_letter_when_folded_then_it_is_that_letter():
-    """The gates read the text folded (``prefilter.fold``): every character ``re.IGNORECASE``
-    matches to a letter of a literal must fold to exactly that letter (the long s to "s", the dotted
-    capital I to "i", the Kelvin sign to "k", the narrow Cyrillic o to the Cyrillic o), or a
-    pattern could match a text its gate let pass as secret-free."""
-    every_code_point = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
-    letters = sorted({char for literal in GATE_LITERALS for char in literal})
-    for letter in letters:
-        for match in re.findall(f"(?i:{re.escape(letter)})", every_code_point):
-            assert fold(match) == letter, (letter, match, f"U+{ord(match):04X}")
-
-
-def _ungated_redact(text: str, monkeypatch: pytest.MonkeyPatch) -> Redacted:
-    with monkeypatch.context() as patched:
-        patched.setattr(Needs, "may_hold", lambda self, present: True)
-        return redact(text)
-
-
-_FRAGMENTS = [
-    "password", "PASSWORD", "Passwort", "PA\u017f\u017fWORD", "pİn", "PIN", "şİfre", "ŞİFRE", "пароль", "ПАРОЛЬ",
-    "hasło", "Contraseña", "mot de passe", "密码", "api_key", "API-Key", "secret access key", "token", "TOKEN", "otp",
-    "Bearer ", "bearer ", "postgres://app:", "@db", "://", " is ", " was ", ": ", "=", " for the router ", "(prod) ",
-    "hunter2!", "77Delta-Fox91", "azul-mar-7731", "Qv7#mT2p!Lw9", FAKE_AWS_KEY_ID, FAKE_GITHUB_CLASSIC, FAKE_SLACK_BOT,
-    FAKE_STRIPE_LIVE, FAKE_OPENAI, FAKE_GOOGLE, FAKE_JWT, FAKE_BEARER, FAKE_PRIVATE_KEY, "4111 1111 1111 1111",
-    "[REDACTED:credential]", "credential", " then ", ". ", "\n", " ", "Hey Sam, ", "the router ",
-    "\u0131", "\u017f", "\u212a",
-]  # fmt: skip
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=6), max_size=12).map("".join))
-def test_given_any_text_when_redacted_with_the_gates_then_the_result_is_what_every_pattern_run_gives(
-    text: str, monkeypatch: pytest.MonkeyPatch
-):
-    assert redact(text) == _ungated_redact(text, monkeypatch)
-
-
-def test_given_the_secrets_corpus_when_redacted_with_the_gates_then_every_text_is_redacted_as_without_them(
-    monkeypatch: pytest.MonkeyPatch,
-):
-    corpus = Path(__file__).parents[1] / "evals" / "secrets" / "corpus.jsonl"
-    texts = [  # every string of every proposal that redaction reads: free text, keys, tags, identifiers
-        text
-        for line in corpus.read_text(encoding="utf-8").splitlines()
-        for _, text in texts_of(json.loads(line)["proposal"])
-    ]
-    assert len(texts) > 100
-    for text in texts:
-        assert redact(text) == _ungated_redact(text, monkeypatch), text

@@ -15,15 +15,19 @@ import itertools
 import json
 import math
 import random
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-_WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9]")
-_ID_LIKE = re.compile(r"\b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9_-]{3,}\b|#\d+|\b\d{3,}\b")
-_PROPER = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
+from episodic import linear
+
+_WORD = linear.compile(r"[a-z0-9']+|[^\sa-z0-9]")
+_IDENTIFIER_RUN = linear.compile(r"#\d|\b\d{3,}\b|[A-Za-z0-9_-]{3,}")
+"""Where an identifier can be: ``#12``, a number of three digits or more, or a run of letters,
+digits, ``_`` and ``-`` (an identifier when it mixes letters and digits: ``INV2291``, ``v2-beta``)."""
+_PROPER = linear.compile(r"[a-z,;] [A-Z][a-z]")
+"""A capitalised word inside a sentence (after a lower-case word or a comma): a name."""
 _FILLER = frozenset(
     [
         "a",
@@ -135,10 +139,18 @@ def _features(text: str, event_type: str) -> dict[str, float]:
     feats["no_content"] = 1.0 if not content else 0.0
     feats["short"] = 1.0 if len(alpha) <= 4 else 0.0
     feats["has_digit"] = 1.0 if any(c.isdigit() for c in text) else 0.0
-    feats["has_identifier"] = 1.0 if _ID_LIKE.search(text) else 0.0
+    feats["has_identifier"] = 1.0 if _has_identifier(text) else 0.0
     feats["has_proper_noun"] = 1.0 if _PROPER.search(text) else 0.0
     feats["has_colon"] = 1.0 if ":" in text else 0.0
     return feats
+
+
+def _has_identifier(text: str) -> bool:
+    for found in _IDENTIFIER_RUN.finditer(text):
+        run = found.group(0)
+        if run[0] == "#" or run.isdigit() or (any(c.isdigit() for c in run) and any(c.isalpha() for c in run)):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
+from episodic.linear import one_line, words
 from episodic.policy.text import decoded_payloads, normalise, skeleton
 
 BUCKETS = 2**18
@@ -39,20 +39,20 @@ them: there it found 80% of the attacks on its own, raising 1.0% false alarms.""
 TRAINING_SETS = ("corpus.jsonl", "holdout.jsonl")
 """The poisoning sets used for training and tuning. ``holdout2.jsonl`` is kept out of everything
 but the final measurement (see ``tests/evals/poisoning/HOLDOUT2.md``)."""
-_WORD = re.compile(r"\w+")
+
 _SEED = 20261130
 
 
 def reading(text: str) -> str:
     """What the model reads: one line, look-alikes and leetspeak undone, hidden payloads appended."""
-    plain = re.sub(r"\s+", " ", normalise(text))
+    plain = one_line(normalise(text))
     return skeleton(" ".join([plain, *decoded_payloads(plain)]))
 
 
 def features(text: str) -> dict[int, float]:
     """Hashed character n-grams of each word (padded with spaces), L2-normalised."""
     buckets: set[int] = set()
-    for word in _WORD.findall(reading(text)):
+    for word in words(reading(text)):
         buckets |= word_buckets(word)
     if not buckets:
         return {}

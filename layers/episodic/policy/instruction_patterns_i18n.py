@@ -1,19 +1,26 @@
 # ruff: noqa: RUF001, RUF003 -- other scripts and their punctuation are what this module is about
-"""The patterns of :mod:`episodic.policy.instructions` in languages other than English.
+r"""The patterns of :mod:`episodic.policy.instructions` in languages other than English.
 
 Alphabetic languages that put the verb first share one template (:class:`_Language`): a
-table of their words fills it, so adding a language is adding a row, and each row yields
-one injection and one standing-order pattern (:data:`LANGUAGE_INJECTION`,
-:data:`LANGUAGE_STANDING_ORDER`: sources, which the detector compiles behind a word gate).
-Languages that fit no template -- Chinese, Japanese and Korean without spaces between words,
-Turkish with the verb last, Arabic -- have hand-written patterns (:data:`CJK_AND_OTHERS`,
-:data:`OTHER_STANDING_ORDER`).
+table of their words fills it, so adding a language is adding a row, and the rows together
+yield one injection and one standing-order pattern (:data:`LANGUAGE_INJECTION`,
+:data:`LANGUAGE_STANDING_ORDER`). Languages that fit no template -- Chinese, Japanese and
+Korean without spaces between words, Turkish with the verb last, Arabic -- have hand-written
+patterns (:data:`CJK_AND_OTHERS`, :data:`OTHER_STANDING_ORDER`).
+
+Words of these scripts are not bounded by RE2's ASCII ``\b``: a word starts after
+:data:`~episodic.linear.START` and ends before :data:`~episodic.linear.END`, and a gap between
+two words begins and ends with a character that is not a word's (:func:`_gap`) -- what ``\b``
+on both sides of a gap means. The patterns are only ever searched (is there a match?), so the
+edge characters they consume do not matter.
 """
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
+
+from episodic import linear
+from episodic.linear import END, START, WORD_CHARS
 
 
 class _Language(NamedTuple):
@@ -162,25 +169,42 @@ _SOV = {
     ),
 }
 
-_GAP = r"[^.!?\n]{0,40}?"
+_NOT_WORD = rf"[^{WORD_CHARS}]"
+_NOT_GAP = rf"[^{WORD_CHARS}.!?\n]"
+"""Where a word ends, inside a gap that stays in one sentence."""
+
+
+def _gap(longest: int, stops: str = ".!?\n") -> str:
+    r"""Between two words: 1 to ``longest`` characters other than ``stops``, the first and the last
+    not a word's (where a ``\b``-bounded word would end and the next begin)."""
+    edge = rf"[^{WORD_CHARS}{stops}]"
+    return rf"{edge}(?:[^{stops}]{{0,{longest - 2}}}?{edge})?"
 
 
 def _injection(lang: _Language) -> str:
     verbs, old, rules = lang.override_verbs, lang.old, lang.rules
     return (
-        rf"\b(?:{verbs})\b{_GAP}\b(?:{old})\b{_GAP}\b(?:{rules})\b"  # "ignora todas las ... instrucciones"
-        rf"|\b(?:{verbs})\b{_GAP}\b(?:{rules})\b[^.!?\n]{{0,25}}?\b(?:{old})\b"  # "... instrucciones anteriores"
-        rf"|\b(?:{lang.reveal_verbs})\b[^.!?\n]{{0,60}}?(?:{lang.secret_prompt})"
-        rf"|\b(?:{lang.identity})"
+        rf"{START}(?:{verbs}){_gap(40)}(?:{old}){_gap(40)}(?:{rules}){END}"  # "ignora todas las ... instrucciones"
+        rf"|{START}(?:{verbs}){_gap(40)}(?:{rules}){_gap(25)}(?:{old}){END}"  # "... instrucciones anteriores"
+        rf"|{START}(?:{lang.reveal_verbs}){_NOT_GAP}[^.!?\n]{{0,59}}?(?:{lang.secret_prompt})"
+        rf"|{START}(?:{lang.identity})"
     )
 
 
 def _standing(lang: _Language) -> str:
-    return rf"\b(?:{lang.standing_openers})\b\W{{0,3}}(?:\w+\W+){{0,2}}?\b(?:{lang.standing_followers})\b"
+    """An opener, up to two words, then a follower: "a partir de ahora, siempre ..."."""
+    return (
+        rf"{START}(?:{lang.standing_openers}){_NOT_WORD}{{1,3}}(?:[{WORD_CHARS}]+{_NOT_WORD}+){{0,2}}?"
+        rf"(?:{lang.standing_followers}){END}"
+    )
 
 
-LANGUAGE_INJECTION = [_injection(lang) for lang in _LANGUAGES.values()]
-LANGUAGE_STANDING_ORDER = [_standing(lang) for lang in _LANGUAGES.values()]
+LANGUAGE_INJECTION = linear.compile(
+    "|".join(f"(?:{_injection(lang)})" for lang in _LANGUAGES.values()), ignore_case=True
+)
+LANGUAGE_STANDING_ORDER = linear.compile(
+    "|".join(f"(?:{_standing(lang)})" for lang in _LANGUAGES.values()), ignore_case=True
+)
 
 _CJK_INJECTION = [
     # Chinese
@@ -195,9 +219,9 @@ _CJK_INJECTION = [
     r"(?:システムプロンプト|システムメッセージ|初期プロンプト|隠された(?:指示|ルール))[^。！？\n]{0,10}?(?:表示|教え|出力|見せ|開示|書き出)",
     r"(?:今から|これから|今後)(?:あなた|君|お前)は[^。！？\n]{0,10}?(?:管理者|制限のない|無制限|dan|ハッカー)|(?:開発者|管理者)モード",
     # Turkish
-    rf"\b(?:{_SOV['tr'][0]})\b{_GAP}\b(?:{_SOV['tr'][1]})\b{_GAP}\b(?:{_SOV['tr'][2]})",
+    rf"{START}(?:{_SOV['tr'][0]}){_gap(40)}(?:{_SOV['tr'][1]}){_gap(40)}(?:{_SOV['tr'][2]})",
     r"(?:sistem\s+istemini|sistem\s+talimatlarını|gizli\s+kuralları)[^.!?\n]{0,40}?(?:göster|yaz|paylaş|açıkla)",
-    r"\bartık\s+sen\s+(?:bir\s+)?(?:yöneticisin|admin|dan|hacker)",
+    rf"{START}artık\s+sen\s+(?:bir\s+)?(?:yöneticisin|admin|dan|hacker)",
     # Arabic
     r"(?:تجاهل|انس|اترك|لا\s+تتبع)[^.،!؟\n]{0,20}?(?:التعليمات|الأوامر|القواعد|الإرشادات)",
     r"(?:اعرض|أظهر|اكشف|اطبع)[^.،!؟\n]{0,20}?(?:موجه|موجّه|تعليمات)\s+النظام",
@@ -209,17 +233,17 @@ _CJK_INJECTION = [
     r"(?:지금부터|이제부터|이제)\s*(?:너는|당신은|넌)[^.!?\n]{0,10}?(?:관리자|제한\s*없는|무제한|dan|해커)|(?:개발자|관리자)\s*모드",
 ]
 
-CJK_AND_OTHERS = re.compile("|".join(_CJK_INJECTION), re.IGNORECASE)
+CJK_AND_OTHERS = linear.compile("|".join(_CJK_INJECTION), ignore_case=True)
 
-OTHER_STANDING_ORDER = re.compile(
+OTHER_STANDING_ORDER = linear.compile(
     "|".join(
         [
             r"(?:从现在开始|从今以后|从今天起|今后)[，,]?\s*(?:你)?\s*(?:必须|总是|永远|始终|一律|都要|一定要)",
             r"(?:今後|これからは|今からは)[、,]?\s*(?:常に|必ず|絶対に|いつも)",
             r"(?:지금부터|앞으로|이제부터)\s*(?:항상|절대|반드시|모든)",
             r"من\s+الآن\s+فصاعد",
-            r"\b(?:bundan\s+sonra|şu\s+andan\s+itibaren)\b[^.!?\n]{0,30}?\b(?:her\s+zaman|asla|daima)\b",
+            rf"{START}(?:bundan\s+sonra|şu\s+andan\s+itibaren){_gap(30)}(?:her\s+zaman|asla|daima){END}",
         ]
     ),
-    re.IGNORECASE,
+    ignore_case=True,
 )

@@ -22,23 +22,30 @@ between words, so they match both the spaced and the squashed reading.
 
 The patterns themselves are in :mod:`~episodic.policy.instruction_patterns_en` (English and
 chat-template markup) and :mod:`~episodic.policy.instruction_patterns_i18n` (every other
-language); this module decides which views each one reads and runs them. Compiling them all
-takes ~80 ms, so the policy imports this module on the first write, not at import.
+language), all compiled by RE2 (:mod:`episodic.linear`): each search takes time linear in the
+text it reads, whatever the text. This module decides which views each pattern reads and runs
+them. Compiling them all takes a moment, so the policy imports this module on the first write,
+not at import.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
+from episodic import linear
+from episodic.linear import Pattern, ascii_words
 from episodic.policy.instruction_patterns_en import (
     DELIMITERS,
+    ENGLISH_DUTY,
     ENGLISH_INJECTION,
+    ENGLISH_NEW_IDENTITY,
+    ENGLISH_OVERRIDE,
     ENGLISH_STANDING_ORDER,
     SQUASHED_INJECTION,
     SQUASHED_STANDING_ORDER,
+    ordinary_rules_joined,
     rule_from_now_on,
 )
 from episodic.policy.instruction_patterns_i18n import (
@@ -47,88 +54,79 @@ from episodic.policy.instruction_patterns_i18n import (
     LANGUAGE_STANDING_ORDER,
     OTHER_STANDING_ORDER,
 )
-from episodic.policy.prefilter import Prefiltered
 from episodic.policy.text import views
 
 INJECTION = "injection"
 DELIMITER = "delimiter"
 STANDING_ORDER = "standing_order"
 
-
-class _Gated(NamedTuple):
-    """A pattern of one alphabetic language, tried only on text that has one of its words.
-
-    ``markers`` are the first four letters of every literal word of the pattern; any match
-    contains all the literal words of one of its alternatives, so text without any marker
-    cannot match, and the pattern (slow: a long alternation tried at every position) is skipped.
-    """
-
-    markers: frozenset[str]
-    pattern: re.Pattern[str]
-
-
-def _gated(source: str) -> _Gated:
-    literals = re.sub(r"\\[A-Za-z]", " ", source)  # \b, \s, \w are syntax, not letters
-    markers = frozenset(word.lower()[:4] for word in re.findall(r"[^\W\d_]{3,}", literals))
-    return _Gated(markers, re.compile(source, re.IGNORECASE))
-
-
-_LANGUAGE_INJECTION = [_gated(source) for source in LANGUAGE_INJECTION]
-_LANGUAGE_STANDING_ORDER = [_gated(source) for source in LANGUAGE_STANDING_ORDER]
-
-
-def _word_prefixes(text: str) -> frozenset[str]:
-    return frozenset(word[:4] for word in re.findall(r"[^\W\d_]{3,}", text.lower()))
-
-
-def _folded(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """``pattern`` with ``l`` read as ``i``: leetspeak writes both as ``1``, and one text may use
-    both readings ("d15r3g4rd y0ur ru135"), so squashed text is also matched with the two merged."""
-    return re.compile(pattern.pattern.replace("l", "i"), pattern.flags)
-
-
 _WORDS, _LATIN, _SQUASHED = "words", "latin", "squashed"
-_CHECKS: list[tuple[str, Prefiltered, tuple[str, ...], bool]] = [
-    # (family, pattern, the view groups it reads, read with l folded into i)
-    (INJECTION, Prefiltered(ENGLISH_INJECTION), (_WORDS, _LATIN), False),
-    (INJECTION, Prefiltered(SQUASHED_INJECTION), (_SQUASHED,), False),
-    (INJECTION, Prefiltered(_folded(SQUASHED_INJECTION)), (_SQUASHED,), True),
-    (INJECTION, Prefiltered(CJK_AND_OTHERS), (_WORDS,), False),
-    (DELIMITER, Prefiltered(DELIMITERS), (_WORDS,), False),
-    (STANDING_ORDER, Prefiltered(ENGLISH_STANDING_ORDER), (_WORDS, _LATIN), False),
-    (STANDING_ORDER, Prefiltered(SQUASHED_STANDING_ORDER), (_SQUASHED,), False),
-    (STANDING_ORDER, Prefiltered(_folded(SQUASHED_STANDING_ORDER)), (_SQUASHED,), True),
-    (STANDING_ORDER, Prefiltered(OTHER_STANDING_ORDER), (_WORDS,), False),
+
+
+def _l_as_i(text: str) -> str:
+    """Leetspeak writes both ``l`` and ``i`` as ``1``, and one text may use both readings
+    ("d15r3g4rd y0ur ru135"): squashed text is also read with the two merged."""
+    return text.replace("l", "i")
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One pattern, the view groups it reads, and how each reading is prepared for it."""
+
+    family: str
+    pattern: Pattern
+    reads: tuple[str, ...]
+    prepare: Callable[[str], str] | None = None
+    vetoes: bool = False
+    """The pattern has a ``veto`` group: a match that took it does not count."""
+
+    def found(self, readings: dict[str, tuple[str, ...]]) -> bool:
+        for group in self.reads:
+            for text in readings[group]:
+                text = self.prepare(text) if self.prepare else text
+                hit = linear.search_unvetoed(self.pattern, text) if self.vetoes else self.pattern.search(text)
+                if hit is not None:
+                    return True
+        return False
+
+
+def _folded(pattern: Pattern) -> Pattern:
+    return linear.compile(_l_as_i(pattern.pattern))
+
+
+def _english_override(text: str) -> str:
+    return ordinary_rules_joined(ascii_words(text))
+
+
+_CHECKS = [
+    # the English patterns read words of other scripts as words (see episodic.linear.ascii_words)
+    _Check(INJECTION, ENGLISH_INJECTION, (_WORDS, _LATIN), prepare=ascii_words),
+    _Check(INJECTION, ENGLISH_OVERRIDE, (_WORDS, _LATIN), prepare=_english_override),
+    _Check(INJECTION, ENGLISH_NEW_IDENTITY, (_WORDS, _LATIN), prepare=ascii_words, vetoes=True),
+    _Check(INJECTION, SQUASHED_INJECTION, (_SQUASHED,)),
+    _Check(INJECTION, _folded(SQUASHED_INJECTION), (_SQUASHED,), prepare=_l_as_i),
+    _Check(INJECTION, CJK_AND_OTHERS, (_WORDS,)),
+    _Check(INJECTION, LANGUAGE_INJECTION, (_WORDS,)),
+    _Check(DELIMITER, DELIMITERS, (_WORDS,), prepare=ascii_words),
+    _Check(STANDING_ORDER, ENGLISH_STANDING_ORDER, (_WORDS, _LATIN), prepare=ascii_words),
+    _Check(STANDING_ORDER, ENGLISH_DUTY, (_WORDS, _LATIN), prepare=ascii_words, vetoes=True),
+    _Check(STANDING_ORDER, SQUASHED_STANDING_ORDER, (_SQUASHED,)),
+    _Check(STANDING_ORDER, _folded(SQUASHED_STANDING_ORDER), (_SQUASHED,), prepare=_l_as_i),
+    _Check(STANDING_ORDER, OTHER_STANDING_ORDER, (_WORDS,)),
+    _Check(STANDING_ORDER, LANGUAGE_STANDING_ORDER, (_WORDS,)),
 ]
 
 
 @lru_cache(maxsize=4096)
 def kinds(text: str) -> frozenset[str]:
     """Which families (``injection``, ``delimiter``, ``standing_order``) any reading of ``text`` shows."""
-    readings = views(text)
-    groups = {_WORDS: readings.words, _LATIN: readings.latin, _SQUASHED: readings.squashed}
+    seen = views(text)
+    readings = {_WORDS: seen.words, _LATIN: seen.latin, _SQUASHED: seen.squashed}
     found: set[str] = set()
-    read: dict[tuple[tuple[str, ...], bool], tuple[list[str], str]] = {}  # checks that read alike share
-    for family, pattern, reads, fold_l in _CHECKS:
-        if family in found:
-            continue
-        if (reads, fold_l) not in read:
-            texts = [v.replace("l", "i") if fold_l else v for group in reads for v in groups[group]]
-            read[reads, fold_l] = texts, "\n".join(texts)
-        texts, joined = read[reads, fold_l]
-        if pattern.search_any(texts, joined):
-            found.add(family)
-    prefixes: dict[str, frozenset[str]] = {}  # each view's word prefixes, shared by both families
-    for family, gated in ((INJECTION, _LANGUAGE_INJECTION), (STANDING_ORDER, _LANGUAGE_STANDING_ORDER)):
-        for view in readings.words:
-            if family in found:
-                break
-            present = prefixes.get(view)
-            if present is None:
-                present = prefixes[view] = _word_prefixes(view)
-            if any(g.markers & present and g.pattern.search(view) for g in gated):
-                found.add(family)
-    if STANDING_ORDER not in found and any(rule_from_now_on(v) for v in (*readings.words, *readings.latin)):
+    for check in _CHECKS:
+        if check.family not in found and check.found(readings):
+            found.add(check.family)
+    if STANDING_ORDER not in found and any(rule_from_now_on(ascii_words(v)) for v in (*seen.words, *seen.latin)):
         found.add(STANDING_ORDER)
     return frozenset(found)
 

@@ -17,36 +17,42 @@ decision can say which sentence was judged what.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from episodic import linear
 from episodic.policy.chatter import ChatterClassifier
 from episodic.policy.sensitivity import disclosures
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+|\s+[-\u2013\u2014]\s+|;\s+|(?<=\))\s+(?=[A-Z])")
-_WORD = re.compile(r"[A-Za-zÀ-ÿ']+|\d+")
-_TIME = re.compile(
+_SENTENCE_END = linear.compile(
+    r"(?P<stop>[.!?…])[\"')\]]*\s+|\n+|\s+[-\x{2013}\x{2014}]\s+|;\s+|(?P<paren>\))\s+(?P<capital>[A-Z])"
+)
+"""Where sentences and clauses end: after a full stop, a question or exclamation mark (and any
+closing quotes), at line breaks, dashes between spaces and semicolons, and between a closing
+parenthesis and a capital. The mark and the parenthesis stay with their sentence, the capital
+starts the next one (the groups say which part of a match is kept)."""
+_WORD = linear.compile(r"[A-Za-z\x{C0}-\x{FF}']+|\d+")
+_TIME = linear.compile(
     r"\b(yesterday|today|tonight|tomorrow|last|next|ago|since|until|week(end)?s?|months?|years?|"
     r"mon|tues|wednes|thurs|fri|satur|sun)(day)?\b|\b(january|february|march|april|may|june|july|august|"
     r"september|october|november|december|spring|summer|autumn|fall|winter|christmas|easter)\b",
-    re.IGNORECASE,
+    ignore_case=True,
 )
-_PLAN = re.compile(
+_PLAN = linear.compile(
     r"\b(?:i'll|we'll|i will|we will|(?:i'm|we're|i am|we are) (?:going to|planning|planning to)|gonna|"
     r"plan(?:ning)?|book(?:ed)?|decided|signed up|propos(?:ed|ing))\b",
-    re.IGNORECASE,
+    ignore_case=True,
 )
 """A plan, a booking, a decision or a proposal: "I'll ask him properly", "Owen proposed"."""
-_PREFERENCE = re.compile(
+_PREFERENCE = linear.compile(
     r"\b(?:i|we)(?:'d| would| really| do| don't| didn't)? (?:need|want|prefer|hate|can't stand|rather)\b",
-    re.IGNORECASE,
+    ignore_case=True,
 )
 """A want, a need or a dislike in the speaker's own words: "I need a night out", "we'd rather not"."""
-_PAST_EVENT = re.compile(
+_PAST_EVENT = linear.compile(
     r"\b(?:got|went|gone|sold|bought|won|lost|broke|broken|quit|had|began|begun|found|left|took|made|ran|"
     r"drove|flew|wrote|built|fell|met|paid|spent|gave|brought|caught|chose|ate|drank|saw|came|became|grew|"
-    r"held|slept|woke|wore|sang|swam|rode|hurt|shut|stood|forgot|threw|tore|stole|[a-z]{2,}(?<!e)ed)\b"
+    r"held|slept|woke|wore|sang|swam|rode|hurt|shut|stood|forgot|threw|tore|stole|[a-z]+[a-df-z]ed)\b"
 )
 """A verb in the past tense, irregular or regular ("Sold the car", "Dad retired"): something
 happened. Matched on lower-cased content words only, so pleasantries ("missed", "excited") and
@@ -78,7 +84,7 @@ _LIFE_EVENTS = frozenset(
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 """Words that are a life event on their own ("We're expecting!", "I'm engaged!")."""
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.IGNORECASE)
+_FIRST_PERSON = linear.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", ignore_case=True)
 
 PLEASANTRY_WORDS = frozenset(
     """
@@ -121,9 +127,26 @@ class SentenceVerdict:
     why: str
 
 
+def _english(pattern: linear.Pattern, sentence: str) -> bool:
+    r"""Whether a pattern of English words finds them in ``sentence``, bounded as Python's Unicode
+    ``\b`` bounds them (:func:`linear.ascii_words`: not the ``u`` of "už")."""
+    return pattern.search(linear.ascii_words(sentence)) is not None
+
+
 def sentences(text: str) -> list[str]:
     """The sentences and dash- or semicolon-joined clauses of ``text``, stripped, non-empty."""
-    return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
+    parts, start = [], 0
+    stop, paren, capital = (_SENTENCE_END.groupindex[g] for g in ("stop", "paren", "capital"))
+    for end in _SENTENCE_END.finditer(text):
+        cut, resume = end.start(), end.end()
+        if end.start(stop) >= 0:
+            cut = end.end(stop)  # the mark stays with its sentence
+        elif end.start(paren) >= 0:
+            cut, resume = end.end(paren), end.start(capital)
+        parts.append(text[start:cut])
+        start = resume
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
 
 
 def judge(text: str, event_type: str, classifier: ChatterClassifier) -> list[SentenceVerdict]:
@@ -165,15 +188,15 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "disclosure"
     if len(content) >= SUBSTANTIAL_CONTENT_WORDS:
         return "substantial"
-    if _TIME.search(sentence):
+    if _english(_TIME, sentence):
         return "time"
     if any(w[:1].isupper() and not w.isupper() and w in content for w in words[1:]):
         return "named_thing"
-    if _PLAN.search(sentence):
+    if _english(_PLAN, sentence):
         return "plan"
-    if _PREFERENCE.search(sentence):
+    if _english(_PREFERENCE, sentence):
         return "preference"
-    if _FIRST_PERSON.search(sentence) and len(content) >= 3:
+    if _english(_FIRST_PERSON, sentence) and len(content) >= 3:
         return "first_person_statement"
     if _possessive_name(sentence):
         return "named_thing"
@@ -182,7 +205,7 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
     return ""
 
 
-_ADDRESSED = re.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|ur)\b", re.IGNORECASE)
+_ADDRESSED = linear.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|ur)\b", ignore_case=True)
 """A question, or words to the listener: asking what happened ("Who won?") or answering their news
 ("you ran a MARATHON") says no new past event of the speaker's own."""
 
@@ -190,7 +213,7 @@ _ADDRESSED = re.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|u
 def _past_event(sentence: str, content: list[str]) -> bool:
     """A past-tense verb and, beside it, a word about the world rather than the conversation, in a
     sentence that is neither a question nor said about the listener."""
-    if _ADDRESSED.search(sentence):
+    if _english(_ADDRESSED, sentence):
         return False
     lowered = [w.lower() for w in content]
     verbs = [w for w in lowered if w not in _NOT_EVENTS and _PAST_EVENT.fullmatch(w)]
@@ -207,7 +230,7 @@ _NOT_NAMES = frozenset(
 "Today's" and the like never get here: a time is a mark of its own, checked first."""
 
 
-_POSSESSIVE_OPENING = re.compile(r"^\W*([A-ZÀ-Þ][A-Za-zÀ-ÿ-]*)['\u2019]s\b")
+_POSSESSIVE_OPENING = linear.compile(r"^\W*([A-Z\x{C0}-\x{DE}][A-Za-z\x{C0}-\x{FF}-]*)['\x{2019}]s\b")
 
 
 def _possessive_name(sentence: str) -> bool:
@@ -224,11 +247,11 @@ def _short_personal_fact(sentence: str, words: list[str]) -> str:
     whole weekend"), what they want ("I need a night out"), a life event ("We're expecting!") or
     a sensitive disclosure ("I'm bipolar.", "I have diabetes."), which the sensitive rules
     classify rather than drop."""
-    if _FIRST_PERSON.search(sentence) and _TIME.search(sentence):
+    if _english(_FIRST_PERSON, sentence) and _english(_TIME, sentence):
         return "time"
-    if _PREFERENCE.search(sentence):
+    if _english(_PREFERENCE, sentence):
         return "preference"
-    if _ADDRESSED.search(sentence):  # asking the listener, or about them, tells nothing new
+    if _english(_ADDRESSED, sentence):  # asking the listener, or about them, tells nothing new
         return ""
     if any(w.lower() in _LIFE_EVENTS for w in words):
         return "event"

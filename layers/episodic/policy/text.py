@@ -21,10 +21,12 @@ from __future__ import annotations
 import base64
 import binascii
 import html
-import re
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote
+
+from episodic import linear
+from episodic.linear import one_line
 
 _KEEP = frozenset("\u200c\u200d\t\n\r")
 """Zero-width (non-)joiners are part of how Persian, Indic scripts and emoji are written; tabs and
@@ -82,13 +84,11 @@ _LEET_L = str.maketrans(
 )
 """The other common reading of leetspeak: ``1`` and ``|`` for ``l`` (``ru1es``)."""
 
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
-_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
-_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,10});")
-_BACKSLASH = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8})")
-_NON_LETTERS = re.compile(r"[\W\d_]+")
-_WHITESPACE = re.compile(r"\s+")
-_SEPARATORS = re.compile(r"(?<=\w)[_\-./:]+(?=\w)")
+_BASE64_RUN = linear.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_PERCENT = linear.compile(r"%[0-9A-Fa-f]{2}")
+_ENTITY = linear.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,10});")
+_BACKSLASH = linear.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8})")
+_LETTERS = linear.compile(r"\pL{3,}")
 
 
 _ASCII_CONTROLS = dict.fromkeys(c for c in range(128) if unicodedata.category(chr(c)) == "Cc" and chr(c) not in _KEEP)
@@ -97,26 +97,78 @@ is ``Cf``): the ASCII fast path of the two functions below, which is most text a
 category look-up was a tenth of the write policy's time."""
 
 
+def well_formed(text: str) -> str:
+    """``text`` as Unicode text: a surrogate pair (``"\\ud83d\\udc4d"`` decoded by JSON, or an escape
+    the policy undid) becomes the character it encodes, a lone surrogate U+FFFD. Nothing can
+    store, encode or match a lone surrogate."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class _Dropping(dict[int, int | None]):
+    """``str.translate`` table that removes the characters of some Unicode categories (but those
+    of ``_KEEP``): each character is classified once, then looked up in C."""
+
+    def __init__(self, categories: frozenset[str]) -> None:
+        super().__init__()
+        self.categories = categories
+
+    def __missing__(self, code: int) -> int | None:
+        char = chr(code)
+        value = None if char not in _KEEP and unicodedata.category(char) in self.categories else code
+        self[code] = value
+        return value
+
+
+_INVISIBLE = _Dropping(frozenset({"Cf", "Cc"}))
+_FORMATTING = _Dropping(frozenset({"Cf"}))
+
+
 def normalise(text: str) -> str:
     """NFKC, with invisible formatting characters (zero-width spaces, soft hyphens, bidi
-    controls, BOMs, ...) and control characters other than tab and line breaks removed. Idempotent."""
+    controls, BOMs, ...) and control characters other than tab and line breaks removed, and
+    surrogates made well-formed (:func:`well_formed`). Idempotent."""
     if text.isascii():
         return text.translate(_ASCII_CONTROLS)
-    folded = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in folded if c in _KEEP or unicodedata.category(c) not in ("Cf", "Cc"))
+    return unicodedata.normalize("NFKC", well_formed(text)).translate(_INVISIBLE)
 
 
 def skeleton(text: str, leet: dict[int, str] = _LEET) -> str:
     """Lower-cased, every look-alike letter and leetspeak digit mapped to plain Latin."""
     if text.isascii():  # no look-alikes (they are all outside ASCII), nothing invisible
         return text.lower().translate(leet)
-    visible = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    visible = unicodedata.normalize("NFKC", text).translate(_FORMATTING)
     return visible.translate(_CONFUSABLES).lower().translate(leet)
 
 
 def squashed(text: str) -> str:
     """Letters only, lower-cased: ``ig.nore prev-ious\\ninstruc tions`` -> ``ignorepreviousinstructions``."""
-    return _NON_LETTERS.sub("", text.lower())
+    return "".join(filter(str.isalpha, text.lower()))
+
+
+_SEPARATORS = frozenset("_-./:")
+
+
+def separated(text: str) -> str:
+    """``text`` with every run of ``_-./:`` between two word characters read as a space."""
+    out: list[str] = []
+    run_start = -1
+    for index, char in enumerate(text):
+        if char in _SEPARATORS:
+            if run_start < 0:
+                run_start = index
+            continue
+        if run_start >= 0:
+            between = run_start > 0 and _word(text[run_start - 1]) and _word(char)
+            out.append(" " if between else text[run_start:index])
+            run_start = -1
+        out.append(char)
+    if run_start >= 0:
+        out.append(text[run_start:])
+    return "".join(out)
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def decoded_payloads(text: str) -> list[str]:
@@ -132,7 +184,7 @@ def decoded_payloads(text: str) -> list[str]:
     if _ENTITY.search(text):
         found.append(html.unescape(text))
     if _BACKSLASH.search(text):
-        found.append(_BACKSLASH.sub(lambda m: _unescape(m.group(0)), text))
+        found.append(well_formed(_BACKSLASH.sub(lambda m: _unescape(m.group(0)), text)))
     return found
 
 
@@ -153,20 +205,20 @@ class Views:
 def views(text: str, depth: int = 2) -> Views:
     plain = normalise(text)
     shape = skeleton(plain)
-    one_line = _WHITESPACE.sub(" ", plain)  # one word per line
-    spaced = _SEPARATORS.sub(" ", one_line)  # labels and refs: "ignore-previous_instructions"
-    words, latin, flat = (
-        [plain, one_line, spaced],
+    joined = one_line(plain)  # one word per line
+    spaced = separated(joined)  # labels and refs: "ignore-previous_instructions"
+    spelled, latin, flat = (
+        [plain, joined, spaced],
         [shape, skeleton(plain, _LEET_L)],
         [squashed(plain), squashed(shape)],
     )
     if depth > 0:
         for payload in decoded_payloads(plain):
             inner = views(payload, depth - 1)
-            words += inner.words
+            spelled += inner.words
             latin += inner.latin
             flat += inner.squashed
-    return Views(*(tuple(dict.fromkeys(r for r in group if r)) for group in (words, latin, flat)))
+    return Views(*(tuple(dict.fromkeys(r for r in group if r)) for group in (spelled, latin, flat)))
 
 
 def _readable_base64(run: str) -> str | None:
@@ -178,7 +230,7 @@ def _readable_base64(run: str) -> str | None:
     except (binascii.Error, ValueError):
         return None
     printable = sum(c.isprintable() or c.isspace() for c in text)
-    if len(text) < 8 or printable < 0.95 * len(text) or not re.search(r"[^\W\d_]{3,}", text):
+    if len(text) < 8 or printable < 0.95 * len(text) or not _LETTERS.search(text):
         return None
     return text
 

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from episodic import linear
 from episodic.adapters.aws.bedrock_calls import RetryPolicy, call_bedrock
 from episodic.errors import StorageError
 from episodic.grounding import SourceFacts
@@ -73,9 +73,11 @@ FINISHED = frozenset({"end_turn", "stop_sequence"})
 """Stop reasons of a complete answer. ``max_tokens`` is handled apart (the reply is kept but
 its last, unfinished line is dropped); every other reason means the reply is not the answer."""
 
-_STOP_REASON = re.compile(r"^[a-z_]{1,64}$")
-_BULLET = re.compile(r"^(?:[-*+>\u2022\u2023\u25e6\u00b7\u25aa\u2013\u2014]+|#{1,6}|\(?\d{1,3}[.):]|\(?[A-Za-z]\))\s+")
-_FENCE = re.compile(r"^(?:`{3,}|~{3,})")
+_STOP_REASON = linear.compile(r"^[a-z_]{1,64}$")
+_BULLET = linear.compile(
+    r"^(?:[-*+>\u2022\u2023\u25e6\u00b7\u25aa\u2013\u2014]+|#{1,6}|\(?\d{1,3}[.):]|\(?[A-Za-z]\))\s+"
+)
+_FENCE = linear.compile(r"^(?:`{3,}|~{3,})")
 
 
 class SummariserError(StorageError):

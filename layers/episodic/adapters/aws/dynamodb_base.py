@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import random
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -28,6 +27,7 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from episodic import linear
 from episodic.adapters.aws import tables as t
 from episodic.adapters.codec import decimal_numbers, plain_numbers
 from episodic.errors import ConflictError, StorageError
@@ -41,7 +41,7 @@ BATCH_GET_KEYS = 100  # DynamoDB's cap on one BatchGetItem
 BATCH_WRITE_REQUESTS = 25  # and on one BatchWriteItem
 BATCH_ROUNDS = 8  # how often unprocessed keys or items are sent again
 
-_REASON_LIST = re.compile(r"\[([A-Za-z, ]*)\]")
+_REASON_LIST = linear.compile(r"\[([A-Za-z, ]*)\]")
 P = ParamSpec("P")
 R = TypeVar("R")
 

@@ -10,7 +10,6 @@ reach a message or a log line from here.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +19,7 @@ from opensearchpy import OpenSearch, RequestsAWSV4SignerAuth, RequestsHttpConnec
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, OpenSearchException, TransportError
 
+from episodic import linear
 from episodic.errors import StorageError
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 SERVICES = ("es", "aoss")
 """SigV4 service names: ``es`` for managed domains, ``aoss`` for Serverless collections."""
 
-_ERROR_TYPE = re.compile(r"^[a-z_]{1,80}$")
+_ERROR_TYPE = linear.compile(r"^[a-z_]{1,80}$")
 
 
 def client_for(

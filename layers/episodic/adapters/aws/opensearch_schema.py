@@ -27,11 +27,11 @@ the timeline (``bulk_upsert`` over the episodes) before recall through it is com
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from opensearchpy.exceptions import TransportError
 
+from episodic import linear
 from episodic.adapters.aws.opensearch_client import error_type, storage_errors
 from episodic.errors import EpisodicError
 
@@ -42,7 +42,7 @@ MIN_VERSION = (2, 13)
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[A-Za-z0-9.]+)?$")
+_VERSION = linear.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-[A-Za-z0-9.]+)?$")
 
 
 class RecallIndexSetupError(EpisodicError):

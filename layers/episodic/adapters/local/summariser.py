@@ -10,17 +10,18 @@ Every word of the digest is therefore a word of a source.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
+from episodic import linear
 from episodic.model import Episode
 from episodic.policy import memorability
 from episodic.policy.chatter import default_classifier
 from episodic.ports import Embedder
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
+_SENTENCE_BREAK = linear.compile(r"(?P<mark>[.!?])\s+(?P<next>[A-Z0-9\"'])")
+"""Between sentences: a full stop, question or exclamation mark, spaces, and what can start one."""
 NEAR_DUPLICATE = 0.9
 
 
@@ -37,7 +38,7 @@ class ExtractiveSummariser:
         sentences = [
             (index, sentence.strip())
             for index, episode in enumerate(ordered)
-            for sentence in _SENTENCE.split(episode.summary)
+            for sentence in _sentences(episode.summary)
             if sentence.strip()
         ]
         sentences = [s for s in sentences if not _chatter(s[1])] or sentences
@@ -59,3 +60,13 @@ def _chatter(sentence: str) -> bool:
     """Judged as the write policy judges a sentence of a proposal."""
     verdicts = memorability.judge(sentence, "session_summary", default_classifier())
     return not memorability.memorable(verdicts)
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` cut at each sentence break; the mark stays with its sentence."""
+    mark, following = _SENTENCE_BREAK.groupindex["mark"], _SENTENCE_BREAK.groupindex["next"]
+    parts, start = [], 0
+    for found in _SENTENCE_BREAK.finditer(text):
+        parts.append(text[start : found.end(mark)])
+        start = found.start(following)
+    return [*parts, text[start:]]

@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from pydantic import ValidationError
 
 from episodic.access import acting_for
+from episodic.adapters.rest.browser import browser_headers
 from episodic.adapters.rest.resolver import ConcurrentRestResolver
 from episodic.errors import EpisodicError, InvalidRequestError, UnauthorizedError
 from episodic.logs import service_logger
@@ -29,14 +30,35 @@ logger = service_logger("episodic-api")
 
 def _read_json(body: str) -> Any:
     """``json.loads`` whose every failure is a JSON error, so Powertools answers 422 (not 500) for
-    100,000 levels of nesting or a 4,300-digit number as it does for a missing brace."""
+    100,000 levels of nesting, a 4,300-digit number or a lone surrogate escape (``"\\ud800"``, which
+    decodes to no character) as it does for a missing brace."""
     try:
-        return json.loads(body)
+        document = json.loads(body)
     except json.JSONDecodeError:
         raise
     except (RecursionError, ValueError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else "a number is too large"
         raise json.JSONDecodeError(f"the JSON document is {reason}", body[:0], 0) from None
+    if ("\\ud" in body or "\\uD" in body) and _has_lone_surrogate(document):
+        raise json.JSONDecodeError(
+            "the JSON document holds a lone surrogate escape, which is no character", body[:0], 0
+        )
+    return document
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any string of a decoded document holds a surrogate (JSON joins the valid pairs)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= c <= "\udfff" for c in item):
+                return True
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return False
 
 
 app = ConcurrentRestResolver(enable_validation=True, json_body_deserializer=_read_json)
@@ -58,8 +80,19 @@ def _enable_swagger() -> None:
         # deployed API's authorizer verifies. Swagger UI's "Authorize" button sends it.
         security_schemes={"bearer": HTTPBearer(description="A local token (`episodic tokens`) or, in AWS, a JWT")},
         security=[{"bearer": []}],
-        persist_authorization=True,
+        persist_authorization=False,  # a token typed into the page is forgotten with the page
+        middlewares=[_swagger_headers],
     )
+
+
+def _swagger_headers(resolver: Any, next_middleware: Any) -> Response:
+    """The console's security headers on the Swagger UI and its document: the page runs only its
+    own inlined scripts and styles (each allowed by its hash), talks to this origin only, and is
+    never framed, sniffed or named in a referrer."""
+    response: Response = next_middleware(resolver)
+    html = isinstance(response.body, str) and str(response.content_type or "").startswith("text/html")
+    response.headers.update(browser_headers(response.body if html else None))
+    return response
 
 
 app.defer(SWAGGER_PATH, _enable_swagger)
@@ -127,17 +160,25 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     return Response(status_code=status, content_type="application/json", body=body, headers=headers)
 
 
+def methods_for(path: str) -> list[str]:
+    """The methods the API serves ``path`` with (``[]``: no route); a path some route names as it
+    is (``/v1/episodes/batch``) has that route's methods, not those of a pattern it also fits
+    (``/v1/episodes/<eventId>``). Powertools has no 405 of its own: its route table (private,
+    stable across 3.x, which pyproject pins) says which methods a path has."""
+    static = {route.method for route in app._static_routes if route.rule.match(path)}
+    methods = static or {route.method for route in app._dynamic_routes if route.rule.match(path)}
+    if app.is_deferred(path):
+        methods.add("GET")
+    return sorted(methods)
+
+
 @app.not_found
 def _no_route(_: Exception) -> Response:
     """The one error shape for a path no route serves (404) and for a route asked with another
     method (405, with ``Allow``), instead of Powertools' own ``{"statusCode", "message"}``."""
     event = app.current_event
     path, method = event.path, event.http_method.upper()
-    # Powertools has no 405 of its own: its route table (private, stable across 3.x, which
-    # pyproject pins) says which methods the path has.
-    allowed = sorted(
-        {route.method for route in [*app._static_routes, *app._dynamic_routes] if route.rule.match(path)} - {method}
-    )
+    allowed = sorted(set(methods_for(path)) - {method})
     if allowed:
         message = f"{method} is not allowed on {path}; use {', '.join(allowed)}"
         return json_response(405, {"error": "method_not_allowed", "message": message}, {"Allow": ", ".join(allowed)})

@@ -12,14 +12,17 @@ from episodic.adapters.rest import console, routes  # noqa: F401  (registers the
 from episodic.adapters.rest.app import app, logger
 
 JSON_MEDIA_TYPES = ("application/json", "application/problem+json")
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     """The API speaks JSON only: a body in any other media type (a form, a multipart upload with
-    or without its boundary) is refused with 415 before anything tries to parse it."""
-    if not event.get("body"):
-        return None
+    or without its boundary), or a write that declares one even with an empty body, is refused
+    with 415 before anything tries to parse it. No ``Content-Type`` reads as JSON."""
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    declared = str(event.get("httpMethod") or "").upper() in WRITE_METHODS and headers.get("content-type")
+    if not event.get("body") and not declared:
+        return None
     media_type = str(headers.get("content-type") or "application/json").split(";")[0].strip().lower()
     if media_type in JSON_MEDIA_TYPES:
         return None

@@ -54,6 +54,10 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
         ``path``, whatever its method, instead of now; once, however many requests come at once."""
         self._deferred[path] = register
 
+    def is_deferred(self, path: str) -> bool:
+        """Whether ``path``'s routes are still waiting for its first request."""
+        return path.rstrip("/") in self._deferred
+
     @property
     def _state(self) -> _RequestState:
         return self._request.get() or self._outside_requests

@@ -1,0 +1,258 @@
+"""The local HTTP edge, sent what a careless client or an attacker sends: every answer is a 4xx
+in the API's JSON shape (never a 5xx, never http.server's HTML page), and no client can hold a
+connection or the server past its deadlines.
+
+Real sockets against the real server in this process. The deadline tests give the server short
+deadlines (``Limits``) and check what happened -- a 408, a closed connection, a 503 -- never how
+long it took.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+import functions.api
+from benchmarks import pathological
+from episodic.adapters import rest
+from episodic.adapters.local.bootstrap import build_local_service
+from episodic.adapters.local.edge import Limits
+from episodic.adapters.local.server import create_server
+from episodic.adapters.local.tokens import TokenBook, parse_tokens
+from episodic.settings import Settings
+from tests.e2e.conftest import AGENT_TOKEN, TOKEN_SPEC
+from tests.support.doubles import HashingTestEmbedder
+
+SHORT = Limits(idle_seconds=1.0, headers_seconds=0.5, body_seconds=0.5, max_connections=4)
+
+
+@contextmanager
+def edge(tmp_path, limits: Limits = SHORT) -> Iterator[tuple[str, int]]:
+    service = build_local_service(Settings(data_dir=tmp_path / "edge"), embedder=HashingTestEmbedder())
+    functions.api.set_service(service)
+    server = create_server(
+        "127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), rest.concurrent_handler, limits=limits
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[:2]
+    finally:
+        server.shutdown()
+        server.server_close()
+        functions.api.set_service(None)
+        service.close()
+
+
+@pytest.fixture
+def address(tmp_path) -> Iterator[tuple[str, int]]:
+    with edge(tmp_path) as where:
+        yield where
+
+
+def exchange(address: tuple[str, int], request: bytes, wait: float = 10.0) -> bytes:
+    """Send ``request`` and read until the server closes the connection (or ``wait`` passes)."""
+    with socket.create_connection(address, timeout=wait) as sock:
+        sock.sendall(request)
+        return read_all(sock)
+
+
+def read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (TimeoutError, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_and_body(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def request(method: str, path: str, body: bytes = b"", **headers: str) -> bytes:
+    """A request as bytes, with the agent's token unless ``Authorization`` is given."""
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}", "Connection": "close", **headers}
+    lines = [f"{method} {path} HTTP/1.1", "Host: x", *(f"{k.replace('_', '-')}: {v}" for k, v in headers.items())]
+    if body or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def json_error(raw: bytes, status: int) -> dict[str, str]:
+    code, headers, body = status_and_body(raw)
+    assert code == status, raw[:400]
+    assert headers["content-type"] == "application/json", headers
+    error = dict(json.loads(body))
+    assert error["error"] and error["message"], error
+    return error
+
+
+# ---------------------------------------------------------------------------- methods
+
+
+@pytest.mark.parametrize("method", ["TRACE", "QUERY", "CONNECT", "PROPFIND", "LINK", "BREW"])
+def test_given_a_method_no_route_has_when_sent_then_405_lists_the_allowed_ones(address, method):
+    raw = exchange(address, request(method, "/v1/timeline"))
+    assert json_error(raw, 405)["error"] == "method_not_allowed"
+    assert status_and_body(raw)[1]["allow"] == "GET, HEAD, OPTIONS"
+    assert json_error(exchange(address, request(method, "/v1/nowhere")), 404)["error"] == "not_found"
+
+
+def test_given_a_method_of_another_route_when_sent_then_405_names_the_edges_methods_too(address):
+    raw = exchange(address, request("PUT", "/v1/episodes"))
+    assert json_error(raw, 405)["error"] == "method_not_allowed"
+    assert status_and_body(raw)[1]["allow"] == "OPTIONS, POST"
+
+
+def test_given_head_where_get_exists_when_sent_then_the_get_answer_comes_without_its_body(address):
+    get_status, get_headers, get_body = status_and_body(exchange(address, request("GET", "/v1/health")))
+    head_status, head_headers, head_body = status_and_body(exchange(address, request("HEAD", "/v1/health")))
+    assert (head_status, head_body) == (get_status, b"")
+    assert head_headers["content-length"] == str(len(get_body)) == get_headers["content-length"]
+    assert status_and_body(exchange(address, request("HEAD", "/v1/timeline", Authorization="Bearer nope")))[0] == 401
+
+
+def test_given_options_when_sent_then_allow_is_listed_and_no_cors_is_granted(address):
+    code, headers, body = status_and_body(exchange(address, request("OPTIONS", "/v1/episodes/batch")))
+    assert (code, body) == (204, b"")
+    assert headers["allow"] == "OPTIONS, POST"
+    assert not [k for k in headers if k.startswith("access-control-")]
+    assert status_and_body(exchange(address, request("OPTIONS", "/v1/swagger")))[1]["allow"] == "GET, HEAD, OPTIONS"
+
+
+# ---------------------------------------------------------------------------- bodies and framing
+
+
+@pytest.mark.parametrize("media_type", ["text/plain", "multipart/form-data", "application/x-www-form-urlencoded"])
+@pytest.mark.parametrize("path", ["/v1/episodes", "/v1/recall"])
+def test_given_an_empty_body_of_another_media_type_when_posted_then_415(address, media_type, path):
+    assert json_error(exchange(address, request("POST", path, Content_Type=media_type)), 415)
+
+
+def test_given_an_empty_json_body_when_posted_then_422(address):
+    assert json_error(exchange(address, request("POST", "/v1/recall", Content_Type="application/json")), 422)
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"GET /v1/health HTTP/2.0\r\nHost: x\r\n\r\n", 400),  # http.server says 505
+        (b"NONSENSE\r\n\r\n", 400),
+        (b"GET /v1/health HTTP/1.1 extra\r\n\r\n", 400),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
+        (b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"b" * 70_000 + b"\r\n\r\n", 431),
+        (b"GET /v1/health HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(120)) + b"\r\n", 431),
+    ],
+)
+def test_given_a_malformed_request_when_sent_then_a_json_4xx_and_the_connection_closes(address, raw, status):
+    assert json_error(exchange(address, raw), status)
+
+
+# ---------------------------------------------------------------------------- deadlines and the cap
+
+
+def test_given_headers_that_trickle_in_when_their_deadline_passes_then_408_and_the_connection_closes(address):
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\n")
+        answer = b""
+        for _ in range(100):  # one header byte every 0.05 s: never a stall long enough for a timeout
+            try:
+                sock.sendall(b"X")
+            except OSError:  # the server closed the connection
+                break
+            time.sleep(0.05)
+        answer = read_all(sock)
+    assert json_error(answer, 408)["error"] == "request_timeout"
+
+
+def test_given_a_body_shorter_than_its_content_length_when_sent_then_408_not_a_held_thread(address):
+    head = request("POST", "/v1/recall", Content_Type="application/json").replace(
+        b"Content-Length: 0", b"Content-Length: 100"
+    )
+    assert json_error(exchange(address, head + b'{"query": '), 408)["error"] == "request_timeout"
+
+
+def test_given_an_idle_keep_alive_connection_when_idle_too_long_then_it_is_closed_quietly(address):
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(request("GET", "/v1/health", Connection="keep-alive"))
+        first = sock.recv(65536)
+        while b"\r\n\r\n" not in first:
+            first += sock.recv(65536)
+        code, headers, body = status_and_body(first)
+        while len(body) < int(headers["content-length"]):
+            body += sock.recv(65536)
+        assert code == 200
+        assert read_all(sock) == b""  # closed, after the idle time, with nothing more said
+
+
+def test_given_the_connection_cap_when_one_more_client_connects_then_503_at_once_and_room_again_later(address):
+    idle = [socket.create_connection(address, timeout=10) for _ in range(SHORT.max_connections)]
+    try:
+        time.sleep(0.2)  # the server has accepted them all
+        answer = exchange(address, request("GET", "/v1/health"))
+        assert json_error(answer, 503)["error"] == "busy"
+        assert status_and_body(answer)[1]["retry-after"] == "1"
+    finally:
+        for sock in idle:
+            sock.close()
+    for _ in range(50):  # the server notices the closed connections
+        if status_and_body(exchange(address, request("GET", "/v1/health")))[0] == 200:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the server never took a connection again")
+
+
+def test_given_slow_clients_when_another_client_asks_then_it_is_answered(address):
+    stalled = [socket.create_connection(address, timeout=10) for _ in range(SHORT.max_connections - 1)]
+    try:
+        for sock in stalled:
+            sock.sendall(b"POST /v1/recall HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        response = httpx.get(f"http://{address[0]}:{address[1]}/v1/health", timeout=10)
+        assert response.status_code == 200
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_given_the_costliest_write_when_it_runs_then_health_is_answered_meanwhile(tmp_path):
+    """A 1 MiB batch of the policy's worst shape (``benchmarks/pathological.py``; the benchmark
+    times both sides): /v1/health, asked again and again on another connection, gets answers
+    while the write is still being judged -- one request's policy work stops nobody else."""
+    worst = pathological.proposal_body(pathological.KNOWN_WORST[1], 60 * 1024)
+    items = [dict(worst, actorId=f"p{n}") for n in range(15)]
+    with edge(tmp_path, Limits()) as (host, port):
+        base = f"http://{host}:{port}"
+        finished = threading.Event()
+        answered_meanwhile = 0
+
+        def write() -> None:
+            with httpx.Client(base_url=base, timeout=300) as writer:
+                response = writer.post("/v1/episodes/batch", json={"episodes": items},
+                                       headers={"Authorization": f"Bearer {AGENT_TOKEN}"})  # fmt: skip
+                assert response.status_code == 200, response.text
+            finished.set()
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        with httpx.Client(base_url=base, timeout=60) as checker:
+            while not finished.is_set():
+                assert checker.get("/v1/health").status_code == 200
+                answered_meanwhile += not finished.is_set()
+        thread.join()
+    assert answered_meanwhile >= 3
