@@ -35,7 +35,7 @@ test: setup  ## the whole test suite but the long fuzzing runs (real SQLite, rea
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not fuzz"
 
 test-fuzz: setup  ## the long property-based and fuzzing runs (hypothesis "fuzz" profile, >=1,000 OpenAPI cases)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -m fuzz tests/e2e
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -m fuzz tests
 
 test-fast: setup  ## unit tests only
 	$(BIN)/python -m pytest tests/unit -q
