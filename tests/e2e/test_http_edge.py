@@ -9,6 +9,7 @@ long it took.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import threading
@@ -34,12 +35,11 @@ SHORT = Limits(idle_seconds=1.0, headers_seconds=0.5, body_seconds=0.5, max_conn
 
 
 @contextmanager
-def edge(tmp_path, limits: Limits = SHORT) -> Iterator[tuple[str, int]]:
+def edge(tmp_path, limits: Limits = SHORT, log: io.StringIO | None = None) -> Iterator[tuple[str, int]]:
     service = build_local_service(Settings(data_dir=tmp_path / "edge"), embedder=HashingTestEmbedder())
     functions.api.set_service(service)
-    server = create_server(
-        "127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), rest.concurrent_handler, limits=limits
-    )
+    tokens = TokenBook(parse_tokens(TOKEN_SPEC), "test")
+    server = create_server("127.0.0.1", 0, tokens, rest.concurrent_handler, request_log=log, limits=limits)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -161,6 +161,15 @@ def test_given_an_empty_json_body_when_posted_then_422(address):
 )
 def test_given_a_malformed_request_when_sent_then_a_json_4xx_and_the_connection_closes(address, raw, status):
     assert json_error(exchange(address, raw), status)
+
+
+def test_given_a_request_log_when_an_unreadable_request_comes_then_it_is_answered_and_logged(tmp_path):
+    log = io.StringIO()
+    with edge(tmp_path, log=log) as address:
+        assert json_error(exchange(address, b"NONSENSE\r\n\r\n"), 400)
+        assert json_error(exchange(address, b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n"), 414)
+    lines = log.getvalue().splitlines()
+    assert [line.split()[3] for line in lines] == ["400", "414"]
 
 
 # ---------------------------------------------------------------------------- deadlines and the cap

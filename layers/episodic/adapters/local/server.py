@@ -172,7 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        log.write(f"{now} {self.command} {urlsplit(self.path).path} {status} {took:.1f}ms\n")
+        path = urlsplit(getattr(self, "path", "") or "").path  # no path: the request line was unreadable
+        log.write(f"{now} {self.command or '-'} {path or '-'} {status} {took:.1f}ms\n")
         log.flush()
 
     def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
