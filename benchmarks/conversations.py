@@ -3,7 +3,7 @@ every conversation in a split written as an agent would, then one recall per que
 
 Prints evidence recall@10 and nDCG@10 per question kind, the share of gold turns the write
 policy denied, and the precision and recall of ``not_memorable`` against the turn labels
-(see :mod:`episodic.conversation_eval`), then the in-process latency of the writes (per turn,
+(see :mod:`episodic.evals.conversations`), then the in-process latency of the writes (per turn,
 batches of one session) and of the recalls (per question, query embedding included). Tune on
 ``--split dev``; report ``--split test``.
 
@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from episodic.adapters.local.embedder import MiniLMEmbedder
-from episodic.conversation_eval import (
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
+from episodic.evals.conversations import (
     format_report,
     load_conversations,
     local_services,
@@ -39,7 +39,7 @@ def measure(
     split: str, *, only: str | None = None, path: str = "batch", disclosures: str = "suggest", progress: Any = None
 ) -> dict[str, Any]:
     """Write and ask every conversation of ``split`` (or only ``only``): the report of
-    :func:`~episodic.conversation_eval.summarise_scores` plus ``latency`` (write ms per turn,
+    :func:`~episodic.evals.conversations.summarise_scores` plus ``latency`` (write ms per turn,
     recall p50/p99 ms) and ``seconds``."""
     conversations = load_conversations(SUITE / split)
     if only:

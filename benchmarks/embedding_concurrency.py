@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from episodic.adapters.local.embedder import MiniLMEmbedder
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
 
 
 def _run(embed: Callable[[Sequence[str]], Any], clients: int, per_client: int, prefix: str) -> dict[str, float]:

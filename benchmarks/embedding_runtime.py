@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from episodic.adapters.local.minilm_runtime import DEFAULT_CACHE, OnnxMiniLM, TorchMiniLM, onnx_model
-from episodic.conversation_eval import load_conversations
+from episodic.adapters.minilm.runtime import DEFAULT_CACHE, OnnxMiniLM, TorchMiniLM, onnx_model
+from episodic.evals.conversations import load_conversations
 
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "evals" / "conversations"
 

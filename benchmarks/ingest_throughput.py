@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.embedder import MiniLMEmbedder
-from episodic.model import Caller, EpisodeProposal, Role
-from episodic.settings import Settings
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.domain.model import Caller, EpisodeProposal, Role
 
 TOPICS = ["invoice", "deploy", "refund", "login", "latency", "export", "webhook", "quota", "schema", "backup"]
 

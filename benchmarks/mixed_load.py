@@ -57,8 +57,8 @@ WORDS = [
     "token",
 ]
 
-_MODEL_CODE = ("torch/", "sentence_transformers/", "transformers/", "onnxruntime/", "tokenizers/", "minilm_runtime.py")
-_SQLITE_CODE = "/adapters/local/sqlite_"  # sqlite_store.py and the modules it is composed of
+_MODEL_CODE = ("torch/", "sentence_transformers/", "transformers/", "onnxruntime/", "tokenizers/", "minilm/runtime.py")
+_SQLITE_CODE = "/adapters/sqlite/"  # the SQLite store and the modules it is composed of
 _WRITE_CALLS = {
     "_transaction",
     "apply",
@@ -112,7 +112,7 @@ def _episode(tenant: str, n: int, salt: str) -> dict[str, Any]:
 def _start_server(data_dir: Path, port: int, workers: int = 1) -> subprocess.Popen[bytes]:
     env = {**os.environ, "EPISODIC_TOKENS": ",".join(f"{t}={tenant}:agent" for tenant, t in TOKENS.items())}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data_dir),
+    command = [sys.executable, "-m", "episodic", "serve", "--port", str(port), "--data-dir", str(data_dir),
                "--workers", str(workers)]  # fmt: skip
     log = data_dir.parent / "server.log"  # the server's own account, for when it does not start
     with log.open("wb") as sink:

@@ -3,7 +3,7 @@
 A backtracking pattern is slowest on text that keeps starting a match and never finishing one:
 its opening word again and again ("pw,pw,pw,..."), with the separators its next step expects.
 The shapes here are drawn from the patterns themselves -- every literal word of every pattern
-:mod:`episodic.linear` has compiled, each followed by a separator -- so a pattern added later is
+:mod:`episodic.domain.linear` has compiled, each followed by a separator -- so a pattern added later is
 covered too. Used by the benchmark (:func:`measure`), the step-counting test and the
 /health-while-writing test.
 """
@@ -16,9 +16,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from episodic import linear
-from episodic.model import EpisodeProposal
-from episodic.policy import WritePolicy
+from episodic.domain import linear
+from episodic.domain.model import EpisodeProposal
+from episodic.domain.policy import WritePolicy
 
 SEPARATORS = ("", " ", ",", ".", ":", "=", "-", "1", "\n")
 KNOWN_WORST = ("pw,", "password is ", "from now on ", "secret ", "1 ", "4111 ", "aaaa1111", "QUJD", "&#x41;", "%41")
@@ -29,8 +29,8 @@ _LETTERS = linear.compile(r"\pL{2,}")
 def pattern_words() -> list[str]:
     """Every literal word (two letters or more) of every compiled pattern, in order."""
     WritePolicy()  # the detectors compile their patterns on first use
-    import episodic.policy.instructions  # noqa: F401
-    import episodic.policy.sensitivity as sensitivity
+    import episodic.domain.policy.instructions  # noqa: F401
+    import episodic.domain.policy.sensitivity as sensitivity
 
     sensitivity.disclosures("")
     words: list[str] = []
@@ -82,8 +82,8 @@ SIZE = 64 * 1024
 
 
 def _judge_seconds(policy: WritePolicy, proposal: EpisodeProposal) -> float:
-    from episodic.model import Caller, Role
-    from episodic.policy import instruction_model, instructions
+    from episodic.domain.model import Caller, Role
+    from episodic.domain.policy import instruction_model, instructions
 
     instructions.kinds.cache_clear()
     instruction_model.word_buckets.cache_clear()
@@ -174,11 +174,11 @@ def health_during_worst_write(shape: str = KNOWN_WORST[1], writes: int = 5) -> d
 
     import httpx
 
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.adapters.local.server import create_server
-    from episodic.adapters.local.tokens import TokenBook, parse_tokens
-    from episodic.adapters.rest import concurrent_handler
-    from episodic.settings import Settings
+    from episodic.application.settings import Settings
+    from episodic.bootstrap.local import build_local_service
+    from episodic.entrypoints.rest import concurrent_handler
+    from episodic.entrypoints.server.http import create_server
+    from episodic.entrypoints.server.tokens import TokenBook, parse_tokens
     from functions import api
 
     token = "bench-health-token-0001"

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from episodic.adapters.local.embedder import MODEL_NAME, MiniLMEmbedder
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode, Scope
+from episodic.adapters.minilm.embedder import MODEL_NAME, MiniLMEmbedder
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode, Scope
+from episodic.domain.model import Episode
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 TOPICS = ["invoice", "deploy", "refund", "login", "latency", "export", "webhook", "quota", "schema", "backup"]

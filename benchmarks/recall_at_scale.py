@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from episodic.adapters.local.fts_terms import TermFrequencies
-from episodic.adapters.local.scope_cache import admitted
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode, Scope
+from episodic.adapters.sqlite.fts_terms import TermFrequencies
+from episodic.adapters.sqlite.scope_cache import admitted
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode, Scope
+from episodic.domain.model import Episode
 
 DIM = 384
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -85,7 +85,7 @@ TOPICS = [f"topic{i:02d}" for i in range(50)]
 
 class KeepEveryWord(TermFrequencies):
     """Benchmark harness: a ``store.terms`` that leaves every query word in the BM25 search,
-    the baseline that :class:`~episodic.adapters.local.fts_terms.TermFrequencies` is measured against."""
+    the baseline that :class:`~episodic.adapters.sqlite.fts_terms.TermFrequencies` is measured against."""
 
     def informative(self, conn: Any, words: list[str]) -> list[str]:
         return words

@@ -123,7 +123,7 @@ RECALL_STAGES = {
 
 def _forget_policy_caches() -> None:
     """Empty the write policy's memo caches, so a timed run judges every text afresh."""
-    from episodic.policy import instruction_model, instructions
+    from episodic.domain.policy import instruction_model, instructions
 
     instructions.kinds.cache_clear()
     instruction_model.word_buckets.cache_clear()
@@ -131,8 +131,8 @@ def _forget_policy_caches() -> None:
 
 def _batch_rate(caller: Any, embedder: Any, batch: list[Any]) -> float:
     """Episodes per second through ``remember_batch`` in batches of 100, in a fresh data dir."""
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.settings import Settings
+    from episodic.application.settings import Settings
+    from episodic.bootstrap.local import build_local_service
 
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
@@ -149,10 +149,10 @@ def write_throughput(count: int) -> dict[str, Any]:
     """Rates per second (``*_per_s``) and ``policy_profile``, the share of the policy's time per
     stage (:func:`stage_shares` of :data:`POLICY_STAGES`)."""
     from benchmarks.ingest_throughput import proposals
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.adapters.local.embedder import MiniLMEmbedder
-    from episodic.model import Caller, Role
-    from episodic.settings import Settings
+    from episodic.adapters.minilm.embedder import MiniLMEmbedder
+    from episodic.application.settings import Settings
+    from episodic.bootstrap.local import build_local_service
+    from episodic.domain.model import Caller, Role
 
     real = MiniLMEmbedder(cache_size=0)
     real.embed(["warm up"])
@@ -227,14 +227,14 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
     import httpx
 
     from benchmarks.ingest_throughput import proposals
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.adapters.local.embedder import MiniLMEmbedder
-    from episodic.adapters.local.server import create_server
-    from episodic.adapters.local.tokens import TokenBook, parse_tokens
-    from episodic.adapters.rest import concurrent_handler
-    from episodic.model import Caller, Role
-    from episodic.model.messages import RecallRequest
-    from episodic.settings import Settings
+    from episodic.adapters.minilm.embedder import MiniLMEmbedder
+    from episodic.application.settings import Settings
+    from episodic.bootstrap.local import build_local_service
+    from episodic.domain.model import Caller, Role
+    from episodic.domain.model.messages import RecallRequest
+    from episodic.entrypoints.rest import concurrent_handler
+    from episodic.entrypoints.server.http import create_server
+    from episodic.entrypoints.server.tokens import TokenBook, parse_tokens
     from functions import api
 
     token = "bench-token-000000001"
@@ -310,7 +310,7 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
 
 def _recall_profile(service: Any, caller: Any, requests: int) -> dict[str, float]:
     """The stages' shares of in-process recalls of the same kind, under cProfile."""
-    from episodic.model.messages import RecallRequest
+    from episodic.domain.model.messages import RecallRequest
 
     def recalls() -> None:
         for n in range(20_000, 20_000 + requests):
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     writes = args.writes or (5000 if args.full else 500)
     sizes = args.sizes or ("10000,100000,1000000" if args.full else "10000")
 
-    from episodic.cli_output import progress
+    from episodic.entrypoints.cli.output import progress
 
     info = machine()
     with progress("benchmarks", total=9) as bar:

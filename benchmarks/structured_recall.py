@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from episodic.adapters.local.archive import FolderArchive
-from episodic.adapters.local.notifier import LogReviewNotifier
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Caller, Episode, EventType, RecallRequest, Role
-from episodic.ports import Changes, NewEpisode
-from episodic.service import MemoryService
+from episodic.adapters.files.archive import FolderArchive
+from episodic.adapters.inprocess.notifier import LogReviewNotifier
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode
+from episodic.application.service import MemoryService
+from episodic.domain.model import Caller, Episode, EventType, RecallRequest, Role
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 TAGS = [f"tag{n}" for n in range(40)]

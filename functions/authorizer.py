@@ -9,7 +9,7 @@ Authorizer context values must be strings, so the actors travel comma-separated.
 
 Kept deliberately small: PyJWT and, for HS256, Powertools' cached secret fetch; it does not
 import the ``episodic`` core, so a cold start costs little. The tenant id pattern and the
-roles are copies of ``episodic.model``'s; a unit test keeps them equal.
+roles are copies of ``episodic.domain.model``'s; a unit test keeps them equal.
 
 * One algorithm is configured and only that one is accepted (no ``none``, no HS/RS confusion).
 * ``exp``, ``iat``, ``sub``, ``iss`` and ``aud`` are required, with 30 s of clock leeway.
@@ -33,9 +33,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger(service="episodic-authorizer")
 
-ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")  # episodic.model.Id (and at most 128 characters): tenants, actors
-ROLES = frozenset({"agent", "operator"})  # episodic.model.Role
-MAX_ACTORS = 50  # episodic.model.messages.MAX_BOUND_ACTORS
+ID = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$"
+)  # episodic.domain.model.Id (and at most 128 characters): tenants, actors
+ROLES = frozenset({"agent", "operator"})  # episodic.domain.model.Role
+MAX_ACTORS = 50  # episodic.domain.model.messages.MAX_BOUND_ACTORS
 BEARER = re.compile(r"^Bearer ([A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]*)$")
 SECRET_MAX_AGE_SECONDS = 300  # a rotated HS256 secret is picked up within five minutes
 

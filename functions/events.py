@@ -4,7 +4,7 @@ The queue sits between EventBridge and the function so that a failing write is r
 per event and, once retries are exhausted, parked in the queue's dead-letter queue instead
 of lost. Each SQS record's body is one EventBridge event, as EventBridge delivers it. The
 batch's body, and what a rejected event, a denial or a transient error each lead to, is
-:func:`episodic.adapters.aws.ingest_queue.process_queue_batch` (the event source mapping needs
+:func:`episodic.entrypoints.eventbridge.queue.process_queue_batch` (the event source mapping needs
 ``ReportBatchItemFailures``).
 """
 
@@ -16,8 +16,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from episodic.adapters.aws.ingest_queue import process_queue_batch
-from episodic.ingest import EventIngestor, load_mapping
+from episodic.application.usecases.ingestion import EventIngestor, load_mapping
+from episodic.entrypoints.eventbridge.queue import process_queue_batch
 
 logger = Logger(service="episodic-events")
 
@@ -29,8 +29,8 @@ def get_ingestor() -> EventIngestor:
     settings (overridable with :func:`set_ingestor`): the mapping file and the service."""
     global _ingestor
     if _ingestor is None:
-        from episodic.adapters.compose import build_service
-        from episodic.settings import Settings
+        from episodic.application.settings import Settings
+        from episodic.bootstrap.compose import build_service
 
         settings = Settings.from_env()
         if settings.ingest_mapping is None:

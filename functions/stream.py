@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from episodic.adapters.aws.stream_processor import TimelineStreamProcessor, process_batch
+from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor, process_batch
 
 logger = Logger(service="episodic-stream")
 
@@ -25,8 +25,8 @@ def get_stream_processor() -> TimelineStreamProcessor:
     (overridable with :func:`set_stream_processor`)."""
     global _stream_processor
     if _stream_processor is None:
-        from episodic.adapters.aws.bootstrap import stream_processor_from_settings
-        from episodic.settings import Settings
+        from episodic.application.settings import Settings
+        from episodic.bootstrap.aws import stream_processor_from_settings
 
         _stream_processor = stream_processor_from_settings(Settings.from_env())
     return _stream_processor

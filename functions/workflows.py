@@ -23,8 +23,8 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from episodic.ports import ReviewTokens
-from episodic.service import MemoryService
+from episodic.application.ports import ReviewTokens
+from episodic.application.service import MemoryService
 
 logger = Logger(service="episodic-workflows")
 review_queue = BatchProcessor(event_type=EventType.SQS)
@@ -50,8 +50,8 @@ def get_root() -> WorkflowRoot:
     if _root is None:
         import boto3
 
-        from episodic.adapters.aws.bootstrap import review_tokens_from_settings, service_from_settings
-        from episodic.settings import Settings
+        from episodic.application.settings import Settings
+        from episodic.bootstrap.aws import review_tokens_from_settings, service_from_settings
 
         settings = Settings.from_env()
         _root = WorkflowRoot(
@@ -68,7 +68,7 @@ def set_root(root: WorkflowRoot | None) -> None:
 
 
 def _review_request(record: SQSRecord) -> str:
-    from episodic.adapters.aws.review_workflow import complete_task
+    from episodic.adapters.stepfunctions.review_workflow import complete_task
 
     body = json.loads(record.body)
     root = get_root()

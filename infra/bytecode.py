@@ -41,16 +41,26 @@ HANDLER_MODULES = (
     "functions.workflows",
     "functions.authorizer",
 )
-ADAPTER_PACKAGE = "episodic.adapters.aws"
-"""Its modules import, on first use, what the handlers do not import at start (OpenSearch, numpy)."""
+ADAPTER_PACKAGES = (
+    "episodic.adapters.dynamodb",
+    "episodic.adapters.opensearch",
+    "episodic.adapters.s3",
+    "episodic.adapters.bedrock",
+    "episodic.adapters.stepfunctions",
+    "episodic.entrypoints.dynamodb_stream",
+    "episodic.entrypoints.eventbridge",
+)
+"""The AWS adapters and entry points: their modules import, on first use, what the handlers do
+not import at start (OpenSearch, numpy)."""
 
 _IMPORTED = """
 import importlib, json, pkgutil, sys, sysconfig
 for name in {modules!r}:
     importlib.import_module(name)
-package = importlib.import_module({package!r})
-for info in pkgutil.iter_modules(package.__path__):
-    importlib.import_module(f"{package}.{{info.name}}")
+for name in {packages!r}:
+    package = importlib.import_module(name)
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{{name}}.{{info.name}}")
 roots = sorted({{sysconfig.get_paths()[k] for k in ("purelib", "platlib")}}, key=len, reverse=True)
 found = set()
 for module in list(sys.modules.values()):
@@ -99,7 +109,7 @@ def imported_third_party(root: Path) -> list[str]:
     """Paths, relative to site-packages, of the third-party modules the handlers import (at start
     and in the AWS adapters), found by importing them in this venv: the same packages as the
     layer's, for this machine's platform, which decides nothing about pure-Python file names."""
-    code = _IMPORTED.format(modules=HANDLER_MODULES, package=ADAPTER_PACKAGE)
+    code = _IMPORTED.format(modules=HANDLER_MODULES, packages=ADAPTER_PACKAGES)
     run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     return list(json.loads(run.stdout))
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.embedder import MiniLMEmbedder
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
+from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 from tests.support.doubles import FixedClock
 
 
@@ -58,7 +58,7 @@ def aws_resources(aws_env):
     import boto3
     from moto import mock_aws
 
-    from episodic.adapters.aws.tables import create_tables
+    from episodic.adapters.dynamodb.tables import create_tables
 
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
@@ -94,7 +94,7 @@ def service_on(backend: str, request, tmp_path, minilm, clock) -> Iterator[Memor
         yield svc
         svc.close()
     else:
-        from episodic.adapters.aws.bootstrap import build_aws_service
+        from episodic.bootstrap.aws import build_aws_service
 
         resources = request.getfixturevalue("aws_resources")
         yield build_aws_service(

@@ -19,10 +19,10 @@ from pathlib import Path
 import boto3
 from moto import mock_aws
 
-from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
-from episodic.adapters.aws.tables import create_tables
-from episodic.model import Episode, Status
-from episodic.ports import Changes, NewEpisode, StatusChange
+from episodic.adapters.dynamodb.store import DynamoTimelineStore
+from episodic.adapters.dynamodb.tables import create_tables
+from episodic.application.ports import Changes, NewEpisode, StatusChange
+from episodic.domain.model import Episode, Status
 
 HERE = Path(__file__).parent
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/episodic-timeline/stream/2026-11-29T00:00:00.000"

@@ -1,6 +1,6 @@
 """The stateful part: the data key, the DynamoDB tables, the S3 cold archive and its access logs.
 
-The tables are built from ``episodic.adapters.aws.tables`` -- the same definitions the store,
+The tables are built from ``episodic.adapters.dynamodb.tables`` -- the same definitions the store,
 the stream processor and the moto tests use -- so keys and indexes cannot drift from the code.
 Everything stateful is retained on stack deletion and the tables are deletion-protected:
 memories and their audit trail outlive a mistaken ``cdk destroy``.
@@ -21,7 +21,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from episodic.adapters.aws import tables
+from episodic.adapters.dynamodb import tables
 from infra.components.nag import acknowledge
 from infra.config import StageConfig
 

@@ -43,7 +43,8 @@ INGEST_TIMEOUT = cdk.Duration.minutes(1)
 
 
 def mapped_sources(mapping_file: Path) -> dict[str, list[str]]:
-    """``{source: [detail-type, ...]}`` of the mapping file (the format ``episodic.ingest`` reads)."""
+    """``{source: [detail-type, ...]}`` of the mapping file (the format that
+    ``episodic.application.usecases.ingestion`` reads)."""
     mapping = json.loads(mapping_file.read_text())
     return {entry["source"]: sorted({rule["detailType"] for rule in entry["rules"]}) for entry in mapping["sources"]}
 

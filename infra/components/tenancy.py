@@ -23,7 +23,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from episodic.adapters.aws import tables
+from episodic.adapters.dynamodb import tables
 from infra.components.data import (
     ARCHIVE_PREFIX,
     AUDIT_APPEND,

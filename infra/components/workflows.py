@@ -26,7 +26,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from episodic.adapters.aws import tables
+from episodic.adapters.dynamodb import tables
 from infra.components import bedrock
 from infra.components.data import DataStores
 from infra.components.functions import FunctionFactory, ServiceFunction

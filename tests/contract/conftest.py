@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from episodic.adapters.aws.on_laptop import moto_endpoint, provision
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
+from episodic.bootstrap.aws_on_moto import moto_endpoint, provision
 from tests.conftest import service_on
 
 
@@ -28,7 +28,7 @@ def service(request, tmp_path, minilm, clock) -> Iterator[MemoryService]:
         return
     import boto3
 
-    from episodic.adapters.aws.bootstrap import build_aws_service
+    from episodic.bootstrap.aws import build_aws_service
 
     request.getfixturevalue("aws_env")
     url = request.getfixturevalue("moto_server_url")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from episodic.errors import StorageError
-from episodic.model import Decision, PrivacyClass, RecallRequest, Status
+from episodic.domain.errors import StorageError
+from episodic.domain.model import Decision, PrivacyClass, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 

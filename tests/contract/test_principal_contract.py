@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.errors import ActorNotCoveredError, NotFoundError
-from episodic.model import Caller, RecallRequest, Role, Status
+from episodic.domain.errors import ActorNotCoveredError, NotFoundError
+from episodic.domain.model import Caller, RecallRequest, Role, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 SAM = Caller(tenant_id="acme", role=Role.AGENT, principal_id="token:sam", actors=("sam",))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic.model import RecallRequest
+from episodic.domain.model import RecallRequest
 from tests.support.factories import AGENT, at, proposal
 
 # The clock fixture's "now" is 2026-11-29 12:00 UTC: "yesterday" is 28 November.

@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.errors import (
+from episodic.application.usecases.idempotency import stored_idempotency_key
+from episodic.domain.errors import (
     ConflictError,
     ForbiddenError,
     IdempotencyConflictError,
@@ -13,8 +14,7 @@ from episodic.errors import (
     StorageError,
     WritesDisabledError,
 )
-from episodic.model import Decision, RecallRequest, Status
-from episodic.usecases.idempotency import stored_idempotency_key
+from episodic.domain.model import Decision, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.model import Decision, RecallRequest, Status
+from episodic.domain.model import Decision, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 DAY_EVENTS = [

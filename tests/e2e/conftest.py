@@ -2,7 +2,7 @@
 
 Every request in these tests goes over a TCP socket to ``create_server`` (which turns it
 into an API Gateway proxy event with the authorizer context), through the Powertools
-resolver in :mod:`functions.api`, into a :class:`~episodic.service.MemoryService` wired
+resolver in :mod:`functions.api`, into a :class:`~episodic.application.service.MemoryService` wired
 to SQLite, the folder archive and the REAL MiniLM embedder (``minilm``, loaded once per
 session in ``tests/conftest.py``).
 """
@@ -19,12 +19,12 @@ import httpx
 import pytest
 
 import functions.api
-from episodic.adapters import rest
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.server import create_server
-from episodic.adapters.local.tokens import TokenBook, parse_tokens
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.entrypoints import rest
+from episodic.entrypoints.server.http import create_server
+from episodic.entrypoints.server.tokens import TokenBook, parse_tokens
 
 AGENT_TOKEN = "agent-token-acme-000001"
 OPERATOR_TOKEN = "oper-token-acme-0000001"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from episodic.adapters.aws.on_laptop import FAKE_CREDENTIALS, aws_on_laptop
+from episodic.application.settings import Settings
+from episodic.bootstrap.aws_on_moto import FAKE_CREDENTIALS, aws_on_laptop
 from episodic.client import ApiError, Client
-from episodic.model import Caller, EpisodeProposal, Role
-from episodic.settings import Settings
+from episodic.domain.model import Caller, EpisodeProposal, Role
 from tests.support.processes import free_port, start_serve, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """`episodic bench` runs end to end at CI size and writes its report (figures are not asserted)."""
 
-from episodic.cli import main
+from episodic.entrypoints.cli.main import main
 
 
 def test_given_tiny_sizes_when_the_benchmark_runs_then_every_section_is_reported(tmp_path, capsys):

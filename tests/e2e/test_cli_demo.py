@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from episodic.cli import main
+from episodic.entrypoints.cli.main import main
 
 
 def test_given_a_fresh_data_dir_when_the_demo_runs_then_every_step_shows_its_outcome(tmp_path, capsys):

@@ -2,9 +2,9 @@
 
 from datetime import UTC, datetime, timedelta
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.cli import main
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.entrypoints.cli.main import main
 from tests.support.doubles import FixedClock
 from tests.support.factories import AGENT, proposal
 

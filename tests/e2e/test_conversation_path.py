@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.model import Caller, RecallRequest, Role
-from episodic.model.conversations import TurnsRequest
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.domain.model import Caller, RecallRequest, Role
+from episodic.domain.model.conversations import TurnsRequest
 from tests.e2e.conftest import Api
 
 START = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)

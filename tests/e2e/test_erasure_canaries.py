@@ -40,8 +40,8 @@ from typing import Any
 import httpx
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 
 pytestmark = pytest.mark.slow
 
@@ -186,7 +186,16 @@ def served(tmp_path) -> Iterator[Served]:
     )
     with open(log, "wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data)],
+            [
+                sys.executable,
+                "-m",
+                "episodic",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data),
+            ],
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
@@ -301,7 +310,7 @@ def decay_now(data: Path, minilm: Any) -> list[str]:
 
 def summarize(data: Path) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "episodic.cli", "summarize", "--data-dir", str(data)],
+        [sys.executable, "-m", "episodic", "summarize", "--data-dir", str(data)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -22,12 +22,12 @@ import pytest
 
 import functions.api
 from benchmarks import pathological
-from episodic.adapters import rest
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.adapters.local.edge import Limits
-from episodic.adapters.local.server import create_server
-from episodic.adapters.local.tokens import TokenBook, parse_tokens
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.entrypoints import rest
+from episodic.entrypoints.server.edge import Limits
+from episodic.entrypoints.server.http import create_server
+from episodic.entrypoints.server.tokens import TokenBook, parse_tokens
 from tests.e2e.conftest import AGENT_TOKEN, TOKEN_SPEC
 from tests.support.doubles import HashingTestEmbedder
 

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 from tests.e2e.conftest import AGENT_TOKEN, GLOBEX_TOKEN, TOKEN_SPEC, serving
 from tests.support.doubles import HashingTestEmbedder
 
@@ -118,7 +118,7 @@ def test_given_two_tenants_hammering_at_once_when_served_then_every_answer_is_fo
     """Powertools keeps the request being served in process-wide state: two requests resolved at
     once could swap callers or bodies (before the first fix this run saw a 422 or a 500 a few times
     in 6,000 requests). The resolver now keeps each request's state per thread and serves them at
-    once (``adapters/rest/resolver.py``)."""
+    once (``entrypoints/rest/resolver.py``)."""
     tokens = {"acme": AGENT_TOKEN, "globex": GLOBEX_TOKEN}
     clients = threading.local()
 

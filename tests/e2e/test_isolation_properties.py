@@ -47,10 +47,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functions.api
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.model import DigestOutcome
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.domain.model import DigestOutcome
 from tests.e2e.conftest import serving
 from tests.support.fuzzing import FUZZ_SELECTED
 
@@ -313,7 +313,7 @@ def summarise_world(server: Server, world: World) -> list[DigestOutcome]:
 
 
 def _operator_caller(tenant: str) -> Any:
-    from episodic.model import Caller, Role
+    from episodic.domain.model import Caller, Role
 
     return Caller(tenant_id=tenant, role=Role.OPERATOR, principal_id="test:isolation")
 

@@ -25,8 +25,8 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 from tests.e2e.conftest import AGENT_TOKEN, GLOBEX_TOKEN, OPERATOR_TOKEN, SAM_TOKEN, TOKEN_SPEC, serving
 from tests.support.processes import free_port
 
@@ -48,7 +48,7 @@ def base_url(tmp_path, minilm) -> Iterator[str]:
 
 def stdio(base_url: str, token: str = AGENT_TOKEN, *args: str) -> StdioServerParameters:
     env = {**get_default_environment(), "EPISODIC_URL": base_url, "EPISODIC_TOKEN": token}
-    return StdioServerParameters(command=sys.executable, args=["-m", "episodic.cli", "mcp", *args], env=env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "episodic", "mcp", *args], env=env)
 
 
 def run(server: Any, scenario: Callable[[Client], Awaitable[None]]) -> None:
@@ -132,7 +132,7 @@ def test_given_service_errors_when_tools_are_called_then_they_are_tool_errors_wi
 def test_given_no_actor_when_the_stdio_server_starts_then_it_refuses_and_says_how_to_bind_it(base_url):
     env = {**os.environ, "EPISODIC_URL": base_url, "EPISODIC_TOKEN": AGENT_TOKEN}
     env.pop("EPISODIC_ACTOR", None)
-    done = subprocess.run([sys.executable, "-m", "episodic.cli", "mcp"], env=env, capture_output=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "episodic", "mcp"], env=env, capture_output=True, timeout=60)
     assert done.returncode == 2 and b"--actor" in done.stderr
 
 
@@ -316,7 +316,7 @@ def mcp_http(base_url) -> Iterator[Callable[..., str]]:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("EPISODIC_TOKEN", "EPISODIC_ACTOR")}
         env["EPISODIC_URL"] = base_url
-        command = [sys.executable, "-m", "episodic.cli", "mcp", "--http", "--port", str(port), *args]
+        command = [sys.executable, "-m", "episodic", "mcp", "--http", "--port", str(port), *args]
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         processes.append(process)
         deadline = time.monotonic() + 60

@@ -54,9 +54,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.service import MemoryService
-from episodic.settings import Settings
+from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 from tests.e2e.conftest import serving
 from tests.support.fuzzing import FUZZ_SELECTED
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 from episodic.client import ApiError, Client
-from episodic.settings import Settings
 from tests.e2e.conftest import AGENT_TOKEN, GLOBEX_TOKEN, OPERATOR_TOKEN, TOKEN_SPEC, serving
 
 

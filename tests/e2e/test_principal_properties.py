@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 from mcp import Client as McpClient
 
 import functions.api
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.mcp_credentials import StdioSessions
-from episodic.mcp_server import build_server
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.entrypoints.mcp.credentials import StdioSessions
+from episodic.entrypoints.mcp.server import build_server
 from tests.e2e.conftest import serving
 from tests.support.fuzzing import FUZZ_SELECTED
 

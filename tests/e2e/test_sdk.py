@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
 from episodic.client import ApiError, AsyncClient, Client, ServiceUnavailableError
-from episodic.settings import Settings
 from tests.e2e.conftest import AGENT_TOKEN, OPERATOR_TOKEN, TOKEN_SPEC, serving
 
 WHEN = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)

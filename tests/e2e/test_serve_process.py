@@ -25,7 +25,7 @@ def test_given_a_first_start_when_served_then_tokens_are_created_printed_and_wor
     port, data = free_port(), tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if k != "EPISODIC_TOKENS"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data)],
+        [sys.executable, "-m", "episodic", "serve", "--port", str(port), "--data-dir", str(data)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

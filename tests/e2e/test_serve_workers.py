@@ -74,7 +74,7 @@ def test_given_two_workers_when_agents_write_at_once_then_every_write_lands_once
 
 def test_given_workers_with_the_aws_local_backend_when_served_then_it_is_refused(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "episodic.cli", "serve", "--workers", "2", "--backend", "aws-local",
+        [sys.executable, "-m", "episodic", "serve", "--workers", "2", "--backend", "aws-local",
          "--data-dir", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip

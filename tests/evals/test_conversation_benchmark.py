@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from episodic.conversation_eval import conversation_metrics, format_report, local_services
-from episodic.evaluation import check_thresholds
+from episodic.evals.conversations import conversation_metrics, format_report, local_services
+from episodic.evals.governance import check_thresholds
 
 SUITE = Path(__file__).parent
 

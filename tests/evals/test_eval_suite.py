@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.evaluation import SUITE_NOW, ManualClock, check_thresholds, run_suite
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.evals.governance import SUITE_NOW, ManualClock, check_thresholds, run_suite
 
 SUITE = Path(__file__).parent
 

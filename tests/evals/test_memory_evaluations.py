@@ -6,7 +6,7 @@ the contract ``service`` fixture, so every backend must pass them unchanged.
 
 from datetime import timedelta
 
-from episodic.model import Decision, EpisodeProposal, RecallRequest, Status
+from episodic.domain.model import Decision, EpisodeProposal, RecallRequest, Status
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 

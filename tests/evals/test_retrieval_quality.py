@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from episodic.adapters.local.bootstrap import build_local_service
-from episodic.evaluation import evaluate_retrieval, format_table, load_episodes, load_set
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import build_local_service
+from episodic.evals.governance import evaluate_retrieval, format_table, load_episodes, load_set
 from tests.support.doubles import FixedClock
 from tests.support.factories import AGENT
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from episodic.adapters.aws import tables
-from episodic.adapters.aws.opensearch_schema import MIN_VERSION
+from episodic.adapters.dynamodb import tables
+from episodic.adapters.opensearch.schema import MIN_VERSION
 from infra.components.data import AUDIT_FORBIDDEN
 
 

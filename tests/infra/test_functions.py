@@ -7,7 +7,7 @@ import importlib
 import json
 from pathlib import Path
 
-from episodic.settings import Settings
+from episodic.application.settings import Settings
 
 # Variables the handlers read themselves, beyond Settings' fields.
 HANDLER_VARIABLES = {"EPISODIC_BACKEND", "EPISODIC_INGEST_MAPPING", "EPISODIC_SUMMARY_MODEL_ID"}
@@ -105,8 +105,8 @@ def test_the_handlers_asset_ships_the_functions_package_and_the_ingestion_mappin
 
 def test_the_layer_ships_the_core_under_python_for_lambdas_import_path(dev):
     [asset] = [d for d in dev.outdir.glob("asset.*") if (d / "python" / "episodic").is_dir()]
-    assert (asset / "python" / "episodic" / "adapters" / "aws" / "tables.py").exists()
-    assert (asset / "python" / "episodic" / "policy" / "data" / "chatter_train.jsonl").exists()
+    assert (asset / "python" / "episodic" / "adapters" / "dynamodb" / "tables.py").exists()
+    assert (asset / "python" / "episodic" / "domain" / "policy" / "data" / "chatter_train.jsonl").exists()
     for built in (dev.stack.code.layer, dev.stack.code.auth_layer):
         layer = dev.template["Resources"][dev.logical_id(built)]["Properties"]
         assert layer["CompatibleRuntimes"] == ["python3.13"]

@@ -2,9 +2,9 @@
 
 import pytest
 
-from episodic.adapters.aws.bootstrap import embedder_identity, opensearch_index
-from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
-from episodic.settings import Settings
+from episodic.adapters.opensearch.index import OpenSearchRecallIndex
+from episodic.application.settings import Settings
+from episodic.bootstrap.aws import embedder_identity, opensearch_index
 
 
 def test_given_no_opensearch_endpoint_when_composed_then_recall_stays_on_dynamodb():
@@ -22,9 +22,9 @@ def test_given_an_endpoint_and_titan_when_composed_then_the_index_knows_the_mode
 
 
 def test_given_an_endpoint_when_the_lambda_service_is_built_then_recall_falls_back_and_waits_briefly(aws_env):
-    from episodic.adapters.aws.bootstrap import RECALL_TIMEOUT_SECONDS, service_from_settings
-    from episodic.adapters.aws.fallback_index import FallbackRecallIndex
-    from episodic.adapters.aws.scoped_index import DynamoScopedIndex
+    from episodic.adapters.opensearch.fallback import FallbackRecallIndex
+    from episodic.adapters.opensearch.scoped import DynamoScopedIndex
+    from episodic.bootstrap.aws import RECALL_TIMEOUT_SECONDS, service_from_settings
 
     settings = Settings(embedder="titan", opensearch_endpoint="https://search-x.us-east-1.es.amazonaws.com")
     service = service_from_settings(settings)  # builds clients only: no model, no request
@@ -39,7 +39,7 @@ def test_given_an_endpoint_when_the_lambda_service_is_built_then_recall_falls_ba
 
 
 def test_given_no_endpoint_when_the_lambda_service_is_built_then_recall_uses_the_scoped_index_alone(aws_env):
-    from episodic.adapters.aws.bootstrap import service_from_settings
-    from episodic.adapters.aws.scoped_index import DynamoScopedIndex
+    from episodic.adapters.opensearch.scoped import DynamoScopedIndex
+    from episodic.bootstrap.aws import service_from_settings
 
     assert isinstance(service_from_settings(Settings(embedder="titan")).index, DynamoScopedIndex)

@@ -34,18 +34,18 @@ from botocore.exceptions import ReadTimeoutError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from episodic.adapters.aws.bedrock_embedder import TitanEmbedder
-from episodic.adapters.aws.bootstrap import build_aws_service
-from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
-from episodic.adapters.aws.fallback_index import FallbackRecallIndex
-from episodic.adapters.aws.opensearch_client import client_for
-from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
-from episodic.adapters.aws.s3_archive import S3ColdArchive
-from episodic.adapters.aws.scoped_index import DynamoScopedIndex
-from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
-from episodic.adapters.local.server import LocalLambdaContext
-from episodic.errors import StorageError
-from episodic.ports import Scope
+from episodic.adapters.bedrock.embedder import TitanEmbedder
+from episodic.adapters.dynamodb.store import DynamoTimelineStore
+from episodic.adapters.opensearch.client import client_for
+from episodic.adapters.opensearch.fallback import FallbackRecallIndex
+from episodic.adapters.opensearch.index import OpenSearchRecallIndex
+from episodic.adapters.opensearch.scoped import DynamoScopedIndex
+from episodic.adapters.s3.archive import S3ColdArchive
+from episodic.application.ports import Scope
+from episodic.bootstrap.aws import build_aws_service
+from episodic.domain.errors import StorageError
+from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
+from episodic.entrypoints.server.http import LocalLambdaContext
 from functions import api, stream
 from tests.support.factories import at
 

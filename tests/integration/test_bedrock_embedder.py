@@ -21,8 +21,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.response import StreamingBody
 
-from episodic.adapters.aws import bedrock_embedder
-from episodic.adapters.aws.bedrock_embedder import EmbeddingError, TitanEmbedder
+from episodic.adapters.bedrock import embedder as bedrock_embedder
+from episodic.adapters.bedrock.embedder import EmbeddingError, TitanEmbedder
 
 MODEL_ID = "amazon.titan-embed-text-v2:0"
 

@@ -16,15 +16,15 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from episodic.adapters.aws import bedrock_summariser
-from episodic.adapters.aws.bedrock_summariser import (
+from episodic.adapters.bedrock import summariser as bedrock_summariser
+from episodic.adapters.bedrock.summariser import (
     ConverseSummariser,
     IncompleteSummaryError,
     SummariserError,
     UngroundedSummaryError,
 )
-from episodic.errors import StorageError
-from episodic.model import Episode
+from episodic.domain.errors import StorageError
+from episodic.domain.model import Episode
 from tests.support.factories import proposal_dict
 
 MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0"
@@ -270,8 +270,8 @@ def test_given_a_finished_answer_when_summarised_then_its_lines_are_kept(summari
 def test_given_a_content_filter_when_summarising_behind_the_fallback_then_the_extractive_digest_is_written(
     client, stubber, minilm
 ):
-    from episodic.adapters.local.summariser import ExtractiveSummariser
-    from episodic.summaries import GroundedFallbackSummariser
+    from episodic.adapters.summarisers.extractive import ExtractiveSummariser
+    from episodic.adapters.summarisers.grounded import GroundedFallbackSummariser
 
     stubber.add_response("converse", reply("I can't help with that.", stop_reason="content_filtered"), request())
     extractive = ExtractiveSummariser(minilm)

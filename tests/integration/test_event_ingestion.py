@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from episodic.adapters.local.server import LocalLambdaContext
-from episodic.errors import StorageError
-from episodic.ingest import EventIngestor, IngestMapping, load_mapping
-from episodic.model import Caller, Decision, Role, SourceTrust, Status
+from episodic.application.usecases.ingestion import EventIngestor, IngestMapping, load_mapping
+from episodic.domain.errors import StorageError
+from episodic.domain.model import Caller, Decision, Role, SourceTrust, Status
+from episodic.entrypoints.server.http import LocalLambdaContext
 from functions import events
 
 SAMPLES = Path(__file__).parents[2] / "events" / "ingest"

@@ -5,10 +5,10 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.errors import ConflictError
-from episodic.model import AuditRecord, Episode
-from episodic.ports import Changes, NewEpisode
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode
+from episodic.domain.errors import ConflictError
+from episodic.domain.model import AuditRecord, Episode
 from tests.support.processes import kill_when
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
@@ -94,9 +94,9 @@ LOAD = textwrap.dedent(
     """
     import sys, threading
     from datetime import UTC, datetime
-    from episodic.adapters.local.sqlite_store import SqliteStore
-    from episodic.model import AuditRecord, Episode
-    from episodic.ports import Changes, NewEpisode
+    from episodic.adapters.sqlite.store import SqliteStore
+    from episodic.domain.model import AuditRecord, Episode
+    from episodic.application.ports import Changes, NewEpisode
     store = SqliteStore(sys.argv[1])
     now = datetime.now(UTC)
     say = threading.Lock()

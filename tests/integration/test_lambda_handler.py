@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from episodic.adapters.local.server import LocalLambdaContext
+from episodic.entrypoints.server.http import LocalLambdaContext
 from functions import api
 
 EVENTS = Path(__file__).parents[2] / "events" / "api"
@@ -59,7 +59,8 @@ def test_given_a_body_naming_another_tenant_when_invoked_then_it_is_forbidden(wi
 
 def test_given_the_core_package_when_imported_then_no_heavy_or_cloud_library_is_loaded():
     code = (
-        "import sys, episodic.service, episodic.policy, episodic.model, episodic.ranking, functions.api\n"
+        "import sys, episodic.application.service, episodic.domain.policy, episodic.domain.model,"
+        " episodic.domain.recall.ranking, functions.api\n"
         "print(sorted(m for m in ('boto3','sqlite3','numpy','torch','opensearchpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,9 +6,9 @@ import threading
 import numpy as np
 import pytest
 
-from episodic.adapters.local import ann
-from episodic.adapters.local.rowid_slots import MIN_ROWS
-from episodic.adapters.local.vectors import VectorSearch
+from episodic.adapters.vectors import ann
+from episodic.adapters.vectors.index import VectorSearch
+from episodic.adapters.vectors.rowid_slots import MIN_ROWS
 
 DIM = 32
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from episodic.adapters.local import minilm_runtime
-from episodic.adapters.local.embedder import MiniLMEmbedder
-from episodic.adapters.local.minilm_runtime import OnnxMiniLM, TorchMiniLM, load_runtime, onnx_model
-from episodic.settings import Settings
+from episodic.adapters.minilm import runtime as minilm_runtime
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
+from episodic.adapters.minilm.runtime import OnnxMiniLM, TorchMiniLM, load_runtime, onnx_model
+from episodic.application.settings import Settings
 
 TEXTS = [
     "Caroline went to the LGBTQ support group on 7 May 2023.",

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from episodic.adapters.local.embedder import MiniLMEmbedder
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
 
 TEXTS = [f"Ticket {n}: the customer in {city} asked about invoice {n * 7}" for n, city in
          enumerate(["Lisbon", "Porto", "Braga", "Faro", "Leeds", "York", "Bath", "Derby"] * 3)]  # fmt: skip

@@ -36,13 +36,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from episodic.adapters.aws.opensearch_client import client_for
-from episodic.adapters.aws.opensearch_index import OpenSearchRecallIndex
-from episodic.adapters.aws.opensearch_schema import RecallIndexSetupError, index_body
-from episodic.errors import InvalidRequestError, StorageError
-from episodic.model import Episode, EventType, PrivacyClass
-from episodic.ports import Scope
-from episodic.ranking import Candidate
+from episodic.adapters.opensearch.client import client_for
+from episodic.adapters.opensearch.index import OpenSearchRecallIndex
+from episodic.adapters.opensearch.schema import RecallIndexSetupError, index_body
+from episodic.application.ports import Scope
+from episodic.domain.errors import InvalidRequestError, StorageError
+from episodic.domain.model import Episode, EventType, PrivacyClass
+from episodic.domain.recall.ranking import Candidate
 
 RECORDED = Path(__file__).parents[2] / "events" / "opensearch"
 INDEX = "episodes"

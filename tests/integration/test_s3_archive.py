@@ -18,12 +18,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from episodic.adapters.aws import s3_archive
-from episodic.adapters.aws.s3_archive import S3ColdArchive
-from episodic.adapters.local.archive import FolderArchive
-from episodic.errors import StorageError
-from episodic.model import Episode
-from episodic.pseudonyms import actor_pseudonym
+from episodic.adapters.files.archive import FolderArchive
+from episodic.adapters.s3 import archive as s3_archive
+from episodic.adapters.s3.archive import S3ColdArchive
+from episodic.domain.errors import StorageError
+from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.domain.model import Episode
 from tests.support.factories import proposal_dict
 
 BUCKET = "episodic-archive-test"

@@ -3,10 +3,10 @@
 import sqlite3
 from datetime import timedelta
 
-from episodic.adapters.local.scope_cache import ScopeCache
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Status
-from episodic.ports import Changes, Scope, StatusChange
+from episodic.adapters.sqlite.scope_cache import ScopeCache
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, Scope, StatusChange
+from episodic.domain.model import Status
 from tests.support.stored import NOW, episode, put, rowid
 
 

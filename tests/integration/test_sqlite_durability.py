@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import RecallRequest
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.domain.model import RecallRequest
 from tests.support.factories import AGENT, OPERATOR, proposal
 from tests.support.processes import kill_when
 
@@ -15,9 +15,9 @@ WRITER = textwrap.dedent(
     """
     import sys, random
     from datetime import UTC, datetime
-    from episodic.adapters.local.sqlite_store import SqliteStore
-    from episodic.model import Episode
-    from episodic.ports import Changes, NewEpisode
+    from episodic.adapters.sqlite.store import SqliteStore
+    from episodic.domain.model import Episode
+    from episodic.application.ports import Changes, NewEpisode
     store = SqliteStore(sys.argv[1])
     now = datetime.now(UTC)
     for n in range(100000):
@@ -94,8 +94,8 @@ def test_given_concurrent_writers_when_they_finish_then_no_write_is_lost(local_s
 
 
 def test_given_a_restart_when_the_service_reopens_the_data_dir_then_memories_are_recalled(tmp_path, minilm, clock):
-    from episodic.adapters.local.bootstrap import build_local_service
-    from episodic.settings import Settings
+    from episodic.application.settings import Settings
+    from episodic.bootstrap.local import build_local_service
 
     settings = Settings(data_dir=tmp_path / "data")
     first = build_local_service(settings, embedder=minilm, clock=clock)
@@ -123,8 +123,8 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
     """Upgrading: episodes indexed before the who/when lead are re-indexed once, on open."""
     from datetime import UTC, datetime
 
-    from episodic.model import Episode
-    from episodic.ports import Changes, NewEpisode
+    from episodic.application.ports import Changes, NewEpisode
+    from episodic.domain.model import Episode
 
     path = tmp_path / "old.db"
     store = SqliteStore(path)
@@ -151,7 +151,7 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
 
 
 def test_given_parsed_episodes_memoised_when_one_is_erased_then_the_memo_holds_no_copy(local_service):
-    from episodic.adapters.local.sqlite_reads import parsed
+    from episodic.adapters.sqlite.reads import parsed
 
     gone = local_service.remember(AGENT, proposal(summary="User's locker code is Quillback 4471"))
     kept = local_service.remember(AGENT, proposal(summary="User prefers the window seat"))

@@ -2,10 +2,10 @@
 
 from datetime import UTC, datetime
 
-from episodic.adapters.local.fts_match import tenant_token
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode, Scope
+from episodic.adapters.sqlite.fts_match import tenant_token
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode, Scope
+from episodic.domain.model import Episode
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 BM25 = "bm25(episodes_search, 0.0, 1.0)"

@@ -5,8 +5,8 @@ and, in another process still holding the erased row's vector, rank it by that v
 import numpy as np
 import pytest
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.ports import Changes, NewEpisode, Scope
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode, Scope
 from tests.support.stored import NOW, episode, rowid
 
 MODEL = "m1"

@@ -5,12 +5,12 @@ import sqlite3
 
 import pytest
 
-from episodic.adapters.local import sqlite_upgrade
-from episodic.adapters.local.bootstrap import prepare_data_dir
-from episodic.adapters.local.fts_match import tenant_token
-from episodic.adapters.local.sqlite_store import SCHEMA_VERSION, SqliteStore
-from episodic.ports import Scope
-from episodic.settings import Settings
+from episodic.adapters.sqlite import upgrade as sqlite_upgrade
+from episodic.adapters.sqlite.fts_match import tenant_token
+from episodic.adapters.sqlite.store import SCHEMA_VERSION, SqliteStore
+from episodic.application.ports import Scope
+from episodic.application.settings import Settings
+from episodic.bootstrap.local import prepare_data_dir
 from tests.support.schema_one import NOW, schema_one
 
 

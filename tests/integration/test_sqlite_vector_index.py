@@ -4,9 +4,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode, Scope
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode, Scope
+from episodic.domain.model import Episode
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 DIM = 16

@@ -12,12 +12,12 @@ from pathlib import Path
 import boto3
 import pytest
 
-from episodic.adapters.aws import tables
-from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
-from episodic.adapters.aws.s3_archive import S3ColdArchive
-from episodic.adapters.aws.stream_processor import TimelineStreamProcessor
-from episodic.ports import AuditQuery
-from episodic.pseudonyms import actor_pseudonym
+from episodic.adapters.dynamodb import tables
+from episodic.adapters.dynamodb.store import DynamoTimelineStore
+from episodic.adapters.s3.archive import S3ColdArchive
+from episodic.application.ports import AuditQuery
+from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
 from functions import stream
 from tests.support.factories import AGENT, proposal
 
@@ -112,7 +112,7 @@ def test_given_a_user_erasure_when_handled_then_nothing_is_archived(wired):
 def test_given_live_writes_when_their_stream_records_are_handled_then_the_recorded_format_matches(
     aws_resources, minilm, clock, wired
 ):
-    from episodic.adapters.aws.bootstrap import build_aws_service
+    from episodic.bootstrap.aws import build_aws_service
 
     service = build_aws_service(
         aws_resources["settings"],

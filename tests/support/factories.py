@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from episodic.model import Caller, EpisodeProposal, Role
+from episodic.domain.model import Caller, EpisodeProposal, Role
 
 AGENT = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent:acme")
 OPERATOR = Caller(tenant_id="acme", role=Role.OPERATOR, principal_id="operator:acme")

@@ -53,7 +53,17 @@ def start_serve(
     """``episodic serve`` as its own process on ``port`` over the data dir ``data``, with
     ``EPISODIC_TOKENS=tokens``, any further ``EPISODIC_*`` ``settings`` and command-line
     ``options`` (``--workers``, ``--backend``)."""
-    command = [sys.executable, "-m", "episodic.cli", "serve", "--port", str(port), "--data-dir", str(data), *options]
+    command = [
+        sys.executable,
+        "-m",
+        "episodic",
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data),
+        *options,
+    ]
     env = {**os.environ, **(settings or {}), "EPISODIC_TOKENS": tokens}
     return subprocess.Popen(command, env=env, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
 

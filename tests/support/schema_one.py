@@ -8,9 +8,9 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode
+from episodic.domain.model import Episode
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 TENANTS = (("acme", "invoice overdue"), ("globex", "invoice paid"))

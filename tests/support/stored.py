@@ -3,9 +3,9 @@ store keeps beside them: kept scopes, rowids."""
 
 from datetime import UTC, datetime
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.model import Episode
-from episodic.ports import Changes, NewEpisode
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.application.ports import Changes, NewEpisode
+from episodic.domain.model import Episode
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 

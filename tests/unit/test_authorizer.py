@@ -20,9 +20,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from episodic.adapters.local.server import LocalLambdaContext
-from episodic.model import Caller, Id, Role
-from episodic.model.messages import MAX_BOUND_ACTORS
+from episodic.domain.model import Caller, Id, Role
+from episodic.domain.model.messages import MAX_BOUND_ACTORS
+from episodic.entrypoints.server.http import LocalLambdaContext
 from functions import authorizer
 from functions.authorizer import TokenRules, UnauthorizedError, Verifier
 
@@ -223,7 +223,7 @@ def test_given_an_agent_token_bound_to_actors_when_authorized_then_the_context_n
 
 def app_caller(context: dict[str, str]) -> Caller:
     """What the API makes of an authorizer context (the caller ``GET /v1/whoami`` reports)."""
-    from episodic.adapters import rest
+    from episodic.entrypoints import rest
 
     event = {"httpMethod": "GET", "path": "/v1/whoami", "resource": "/v1/whoami", "headers": {},
              "requestContext": {"requestId": "r-1", "authorizer": context}}  # fmt: skip

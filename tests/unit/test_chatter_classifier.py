@@ -7,7 +7,7 @@ precision has the higher floor.
 
 from pathlib import Path
 
-from episodic.policy.chatter import ChatterClassifier, default_classifier, load_examples
+from episodic.domain.policy.chatter import ChatterClassifier, default_classifier, load_examples
 
 EVAL_SET = Path(__file__).parents[1] / "evals" / "chatter_eval.jsonl"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.cli import main
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.entrypoints.cli.main import main
 
 
 @pytest.mark.parametrize("command", ["summarize", "forget", "reembed"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.cli import HANDLERS, main
+from episodic.entrypoints.cli.main import HANDLERS, main
 
 
 @pytest.mark.parametrize("command", sorted(HANDLERS))

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from episodic import logs
-from episodic.adapters.local.server import create_server
-from episodic.adapters.local.tokens import TokenBook, parse_tokens
-from episodic.cli import main
+from episodic.entrypoints.cli.main import main
+from episodic.entrypoints.server.http import create_server
+from episodic.entrypoints.server.tokens import TokenBook, parse_tokens
 
 
 @pytest.fixture(autouse=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import stat
 
-from episodic.adapters.local.tokens import load_tokens
-from episodic.cli import main
+from episodic.entrypoints.cli.main import main
+from episodic.entrypoints.server.tokens import load_tokens
 
 
 def test_given_a_data_dir_when_tokens_are_created_listed_and_rotated_then_the_file_follows(tmp_path, capsys):

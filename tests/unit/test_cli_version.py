@@ -2,8 +2,8 @@
 
 import pytest
 
-from episodic.cli import main
-from episodic.policy import POLICY_VERSION
+from episodic.domain.policy import POLICY_VERSION
+from episodic.entrypoints.cli.main import main
 
 
 def test_given_the_version_flag_when_run_then_package_and_policy_versions_are_printed(capsys):

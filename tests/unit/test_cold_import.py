@@ -20,7 +20,9 @@ def test_given_a_fresh_interpreter_when_the_api_handler_is_imported_then_the_wri
     normalisation are compiled on the first write (or by ``WritePolicy.warm_up``), not by a cold
     start that may only recall."""
     checks = ("redaction", "secrets", "instruction_model", "chatter", "text", "instructions", "memorability")
-    code = "import sys, functions.api; print(' '.join(m for m in sys.modules if m.startswith('episodic.policy.')))"
+    code = (
+        "import sys, functions.api; print(' '.join(m for m in sys.modules if m.startswith('episodic.domain.policy.')))"
+    )
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
 
     loaded = {name.rsplit(".", 1)[1] for name in run.stdout.split()}
@@ -29,8 +31,8 @@ def test_given_a_fresh_interpreter_when_the_api_handler_is_imported_then_the_wri
 
 def test_given_a_warmed_up_policy_when_it_decides_then_nothing_more_is_imported():
     code = (
-        "import sys; from datetime import UTC, datetime; from episodic.policy import WritePolicy; "
-        "from episodic.model import Caller, EpisodeProposal, Role; p = WritePolicy(); p.warm_up(); "
+        "import sys; from datetime import UTC, datetime; from episodic.domain.policy import WritePolicy; "
+        "from episodic.domain.model import Caller, EpisodeProposal, Role; p = WritePolicy(); p.warm_up(); "
         "before = set(sys.modules); proposal = EpisodeProposal.model_validate({'eventType': 'tool_call', "
         "'actorId': 'a', 'occurredAt': '2026-12-01T00:00:00Z', 'summary': 'The export job finished in 40 s', "
         "'sourceRefs': ['job:1'], 'sourceTrust': 'tool_result'}); "

@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from episodic.adapters.rest.resolver import ConcurrentRestResolver
+from episodic.entrypoints.rest.resolver import ConcurrentRestResolver
 
 
 def rest_event(path: str, caller: str) -> dict[str, Any]:

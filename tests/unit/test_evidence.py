@@ -1,4 +1,4 @@
-"""The evidence block (episodic.evidence): each item framed as a past event with its provenance,
+"""The evidence block (episodic.domain.recall.evidence): each item framed as a past event with its provenance,
 in the order given, and nothing an episode holds can break out of it (issue #10, defect 7)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from episodic.evidence import FOOTER, HEADER, quoted, render_context
-from episodic.model import Episode, NeighbourTurn, RecallItem, ScoreComponents
+from episodic.domain.model import Episode, NeighbourTurn, RecallItem, ScoreComponents
+from episodic.domain.recall.evidence import FOOTER, HEADER, quoted, render_context
 
 OPENING = HEADER.splitlines()[0]
 COMPONENTS = ScoreComponents(

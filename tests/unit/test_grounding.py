@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.grounding import SourceFacts, ungrounded_tokens
+from episodic.domain.digests.grounding import SourceFacts, ungrounded_tokens
 
 SOURCES = [
     "2026-11-28T09:30:00Z user_preference_stated Customer Alice Moreno wants invoices as PDF, in Portuguese",

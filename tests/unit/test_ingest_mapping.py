@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from episodic.ingest import (
+from episodic.application.usecases.ingestion import (
     EventRejected,
     IngestMapping,
     MappingError,
@@ -22,7 +22,7 @@ from episodic.ingest import (
     load_mapping,
     render,
 )
-from episodic.model import EventType, PrivacyClass, ProposedBy, Role, SourceTrust
+from episodic.domain.model import EventType, PrivacyClass, ProposedBy, Role, SourceTrust
 
 SAMPLES = Path(__file__).parents[2] / "events" / "ingest"
 

@@ -1,13 +1,13 @@
-"""The learned instruction model (episodic.policy.instruction_model)."""
+"""The learned instruction model (episodic.domain.policy.instruction_model)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from episodic.policy.instruction_model import TRAINING_SETS, default_model, train, training_examples
+from episodic.domain.policy.instruction_model import TRAINING_SETS, default_model, train, training_examples
 
 ROOT = Path(__file__).parents[2]
-SHIPPED = ROOT / "layers" / "episodic" / "policy" / "data" / "instruction_model.json"
+SHIPPED = ROOT / "layers" / "episodic" / "domain" / "policy" / "data" / "instruction_model.json"
 
 
 def test_given_the_labelled_sets_when_the_model_is_trained_then_it_is_exactly_the_shipped_one():

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 -- attacks in other scripts are what these tests are about
-"""Injection and standing-order detection (episodic.policy.instructions).
+"""Injection and standing-order detection (episodic.domain.policy.instructions).
 
 Memory is evidence, not instructions: text that tries to override the agent, or lays down
 a rule for its future behaviour, must be caught; ordinary events that merely mention rules,
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.policy.instructions import findings, looks_like_injection, looks_like_standing_order
+from episodic.domain.policy.instructions import findings, looks_like_injection, looks_like_standing_order
 
 # --------------------------------------------------------------------------- shared negatives
 

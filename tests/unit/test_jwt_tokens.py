@@ -9,8 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from episodic.adapters.aws.jwt_tokens import TokenClaims, mint, stage_auth
-from episodic.cli import main
+from episodic.entrypoints.cli.jwt_tokens import TokenClaims, mint, stage_auth
+from episodic.entrypoints.cli.main import main
 from functions.authorizer import TokenRules, UnauthorizedError, Verifier
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from tests.support.layout import imported_modules, long_functions, long_modules,
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "episodic"
 HANDLERS = ROOT / "functions"
-PORT_USERS = [CORE / "usecases", CORE / "service.py", HANDLERS]
+PORT_USERS = [CORE / "application", HANDLERS]
 
 
 def test_no_function_or_method_in_the_core_or_the_handlers_is_longer_than_60_lines():
@@ -33,7 +33,7 @@ def test_the_core_never_imports_the_handler_package():
 def test_the_use_cases_depend_on_ports_not_on_adapters():
     reaching_out = {
         str(module.relative_to(ROOT)): sorted(n for n in imported_modules(module) if n.startswith("episodic.adapters"))
-        for module in python_files(CORE / "usecases")
+        for module in python_files(CORE / "application")
     }
     assert {path: names for path, names in reaching_out.items() if names} == {}
 

@@ -1,4 +1,4 @@
-"""Every pattern applied to a caller's text runs in linear time (episodic.linear), by structure.
+"""Every pattern applied to a caller's text runs in linear time (episodic.domain.linear), by structure.
 
 * No module of the core imports a backtracking engine (``re``, ``regex``): every pattern is
   compiled by RE2, which refuses what it cannot run in linear time.
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from episodic import linear
+from episodic.domain import linear
 
 CORE = Path(__file__).resolve().parents[2] / "layers" / "episodic"
 BACKTRACKING = {"re", "regex", "sre_compile", "sre_parse"}
@@ -39,7 +39,7 @@ def test_given_every_module_of_the_core_when_read_then_none_imports_a_backtracki
         for path in sorted(CORE.rglob("*.py"))
         if _imported_modules(path) & BACKTRACKING
     ]
-    assert not offenders, "compile patterns with episodic.linear (RE2):\n  " + "\n  ".join(offenders)
+    assert not offenders, "compile patterns with episodic.domain.linear (RE2):\n  " + "\n  ".join(offenders)
 
 
 @pytest.mark.parametrize(
@@ -52,9 +52,9 @@ def test_given_a_pattern_that_needs_backtracking_when_compiled_then_it_is_refuse
 
 
 def test_given_the_policy_loaded_when_its_patterns_are_listed_then_there_are_many_and_all_compiled():
-    import episodic.policy.instructions
-    import episodic.policy.secrets
-    import episodic.query  # noqa: F401
+    import episodic.domain.policy.instructions
+    import episodic.domain.policy.secrets
+    import episodic.domain.recall.query  # noqa: F401
 
     assert len(linear.sources()) > 40
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from episodic.model import Caller, EpisodeProposal, PrivacyClass, Role
-from episodic.policy import WritePolicy, memorability
-from episodic.policy.chatter import default_classifier
-from episodic.policy.sensitivity import disclosures
+from episodic.domain.model import Caller, EpisodeProposal, PrivacyClass, Role
+from episodic.domain.policy import WritePolicy, memorability
+from episodic.domain.policy.chatter import default_classifier
+from episodic.domain.policy.sensitivity import disclosures
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 AGENT = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent-1")

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from episodic.model import Episode, EpisodeProposal, RecallRequest, Status
+from episodic.domain.model import Episode, EpisodeProposal, RecallRequest, Status
 from tests.support.factories import proposal, proposal_dict
 
 

@@ -2,8 +2,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic.model import Decision, ProposedBy, SourceTrust
-from episodic.policy import POLICY_VERSION, WritePolicy
+from episodic.domain.model import Decision, ProposedBy, SourceTrust
+from episodic.domain.policy import POLICY_VERSION, WritePolicy
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

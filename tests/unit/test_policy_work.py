@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from benchmarks import pathological
-from episodic.model import Caller, Role
-from episodic.policy import WritePolicy
-from episodic.policy.instruction_model import word_buckets
-from episodic.policy.instructions import kinds
+from episodic.domain.model import Caller, Role
+from episodic.domain.policy import WritePolicy
+from episodic.domain.policy.instruction_model import word_buckets
+from episodic.domain.policy.instructions import kinds
 from tests.support.fuzzing import FUZZ_SELECTED
 
 CALLER = Caller(tenant_id="acme", role=Role.AGENT, principal_id="test:work")

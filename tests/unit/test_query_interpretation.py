@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic.query import interpret, widening_names
+from episodic.domain.recall.query import interpret, widening_names
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday
 

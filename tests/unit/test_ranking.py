@@ -2,8 +2,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.model import Episode
-from episodic.ranking import Candidate, Ranker, RankingWeights
+from episodic.domain.model import Episode
+from episodic.domain.recall.ranking import Candidate, Ranker, RankingWeights
 from tests.support.factories import proposal_dict
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -102,7 +102,7 @@ def test_given_no_comparable_vector_when_ranked_then_relevance_is_lexical_alone_
 
 
 def test_given_settings_without_a_floor_when_weights_are_made_then_the_embedder_declares_it():
-    from episodic.settings import Settings
+    from episodic.application.settings import Settings
 
     class CalibratedDouble:
         evidence_floor = 0.4

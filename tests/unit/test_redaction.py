@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic.model import Decision
-from episodic.policy import WritePolicy
+from episodic.domain.model import Decision
+from episodic.domain.policy import WritePolicy
 from tests.support.factories import AGENT, proposal
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

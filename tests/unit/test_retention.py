@@ -1,4 +1,4 @@
-"""The retention score (episodic.retention): 0-10 from access frequency (40%), tag weight (30%),
+"""The retention score (episodic.domain.forgetting.retention): 0-10 from access frequency (40%), tag weight (30%),
 age (20%) and agent feedback (10%), the number the relevance-decay sweep compares with its
 threshold (3.0 by default, after 30 idle days)."""
 
@@ -12,9 +12,9 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from episodic.model import Episode
-from episodic.retention import ACCESS_SATURATION, AGE_HALF_LIFE_DAYS, retention_score
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.domain.forgetting.retention import ACCESS_SATURATION, AGE_HALF_LIFE_DAYS, retention_score
+from episodic.domain.model import Episode
 from tests.support import fuzzing  # noqa: F401  (the shared hypothesis tiers: derandomized, no example database)
 
 OCCURRED = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)

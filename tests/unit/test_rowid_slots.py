@@ -1,4 +1,4 @@
-"""The rowid -> matrix position table of large local tenants (episodic.adapters.local.rowid_slots):
+"""The rowid -> matrix position table of large local tenants (episodic.adapters.vectors.rowid_slots):
 it answers exactly as the binary search it replaces, grows with appends, and steps aside for
 small or scattered tenants."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from episodic.adapters.local.rowid_slots import MAX_SPREAD, MIN_ROWS, RowidSlots
-from episodic.adapters.local.vectors import present
+from episodic.adapters.vectors.index import present
+from episodic.adapters.vectors.rowid_slots import MAX_SPREAD, MIN_ROWS, RowidSlots
 
 
 def _tenant_rowids(rng: np.random.Generator, count: int, share: float, start: int = 1) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The DynamoDB-only recall index (episodic.adapters.aws.scoped_index): reads the scope through a
+"""The DynamoDB-only recall index (episodic.adapters.opensearch.scoped): reads the scope through a
 ``ScopeReader`` (newest first) and ranks it in-process -- the newest without a query; with one, the
 union of the best by BM25 and the best by cosine, comparing the query only with vectors of the
 same model; it refuses scopes over ``max_scope``. The reader here is an in-memory double."""
@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from episodic.adapters.aws.scoped_index import DynamoScopedIndex, ScopeTooLargeError
-from episodic.model import Episode, PrivacyClass
-from episodic.ports import RecallCandidates, Scope, StoredEpisode, Vector
+from episodic.adapters.opensearch.scoped import DynamoScopedIndex, ScopeTooLargeError
+from episodic.application.ports import RecallCandidates, Scope, StoredEpisode, Vector
+from episodic.domain.model import Episode, PrivacyClass
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 SCOPE = Scope(tenant_id="acme", now=NOW)

@@ -1,4 +1,4 @@
-"""Secret and payment-card redaction (episodic.policy.secrets).
+"""Secret and payment-card redaction (episodic.domain.policy.secrets).
 
 Every credential below is made up here, assembled from pieces so no scanner mistakes the
 source for a leak: right shape, obviously fake content. Card numbers are public test
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from episodic.policy.secrets import Redacted, luhn_valid, redact
+from episodic.domain.policy.secrets import Redacted, luhn_valid, redact
 
 
 def _luhn_check_digit(payload: str) -> str:

@@ -3,9 +3,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from episodic.adapters.local.tokens import load_tokens, parse_tokens
-from episodic.model import Role
-from episodic.settings import Settings
+from episodic.application.settings import Settings
+from episodic.domain.model import Role
+from episodic.entrypoints.server.tokens import load_tokens, parse_tokens
 
 
 def test_given_episodic_variables_when_settings_are_read_then_they_are_typed_and_parsed():

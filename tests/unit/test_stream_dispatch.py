@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from episodic.adapters.aws.stream_processor import PoisonRecordError, TimelineStreamProcessor, is_ttl_removal
-from episodic.errors import ConflictError
+from episodic.domain.errors import ConflictError
+from episodic.entrypoints.dynamodb_stream.processor import PoisonRecordError, TimelineStreamProcessor, is_ttl_removal
 
 EVENTS = Path(__file__).parents[2] / "events" / "streams"
 

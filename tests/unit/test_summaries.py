@@ -1,4 +1,4 @@
-"""Composing summarisers (episodic.summaries): the generative digest when it is grounded and
+"""Composing summarisers (episodic.adapters.summarisers.grounded): the generative digest when it is grounded and
 complete, else the extractive one, which cannot invent."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic.adapters.aws.bedrock_summariser import IncompleteSummaryError, SummariserError, UngroundedSummaryError
-from episodic.errors import InvalidRequestError, StorageError
-from episodic.model import Episode
-from episodic.summaries import GroundedFallbackSummariser
+from episodic.adapters.bedrock.summariser import IncompleteSummaryError, SummariserError, UngroundedSummaryError
+from episodic.adapters.summarisers.grounded import GroundedFallbackSummariser
+from episodic.domain.errors import InvalidRequestError, StorageError
+from episodic.domain.model import Episode
 
 SECRET_IN_ERROR = "Alice Example paid invoice INV-5521"
 """Text of the kind an error about a digest could carry: it must never reach the log."""

@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from episodic.policy import text
+from episodic.domain.policy import text
 
 ASCII = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=200)
 

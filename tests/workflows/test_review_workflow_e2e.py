@@ -14,11 +14,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from episodic.adapters.aws.bootstrap import build_aws_service
-from episodic.adapters.aws.dynamodb_store import DynamoTimelineStore
-from episodic.adapters.aws.tables import create_tables
-from episodic.model import Decision, Status
-from episodic.settings import Settings
+from episodic.adapters.dynamodb.store import DynamoTimelineStore
+from episodic.adapters.dynamodb.tables import create_tables
+from episodic.application.settings import Settings
+from episodic.bootstrap.aws import build_aws_service
+from episodic.domain.model import Decision, Status
 from functions import workflows
 from tests.support.factories import AGENT, OPERATOR, proposal
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-from episodic.errors import InvalidRequestError
+from episodic.domain.errors import InvalidRequestError
 
 _INT64 = 2**63
 _MAX_TEXT = 1024

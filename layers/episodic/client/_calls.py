@@ -17,7 +17,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from episodic.client.errors import ApiError
-from episodic.model import (
+from episodic.domain.model import (
     AuditRecord,
     Caller,
     CamelModel,
@@ -33,7 +33,7 @@ from episodic.model import (
     TimelinePage,
     WritesStatus,
 )
-from episodic.model.conversations import Turn, TurnsRequest, TurnsResult
+from episodic.domain.model.conversations import Turn, TurnsRequest, TurnsResult
 
 T = TypeVar("T")
 

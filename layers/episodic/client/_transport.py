@@ -16,7 +16,7 @@ from episodic.client.errors import ApiError, ServiceUnavailableError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 USER_AGENT = "episodic-sdk/0.1"
-ACTOR_HEADER = "X-Episodic-Actor"  # episodic.adapters.rest.app.ACTOR_HEADER
+ACTOR_HEADER = "X-Episodic-Actor"  # episodic.entrypoints.rest.app.ACTOR_HEADER
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import httpx
 
 from episodic.client import _calls as calls
 from episodic.client._transport import Settings, finish, request_args, should_retry
-from episodic.model import (
+from episodic.domain.model import (
     AuditRecord,
     Caller,
     Episode,
@@ -27,7 +27,7 @@ from episodic.model import (
     TimelinePage,
     WritesStatus,
 )
-from episodic.model.conversations import Turn, TurnsResult
+from episodic.domain.model.conversations import Turn, TurnsResult
 
 T = TypeVar("T")
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from episodic.adapters.local.archive import FolderArchive
-from episodic.adapters.local.sqlite_store import SqliteStore
-from episodic.adapters.local.summariser import ExtractiveSummariser
-from episodic.policy import WritePolicy
-from episodic.ranking import Ranker
-from episodic.settings import Settings
-from episodic.usecases.deps import Deps
-from episodic.usecases.reads import Reads
-from episodic.usecases.writes import Writes
+from episodic.adapters.files.archive import FolderArchive
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.adapters.summarisers.extractive import ExtractiveSummariser
+from episodic.application.settings import Settings
+from episodic.application.usecases.deps import Deps
+from episodic.application.usecases.reads import Reads
+from episodic.application.usecases.writes import Writes
+from episodic.domain.policy import WritePolicy
+from episodic.domain.recall.ranking import Ranker
 from tests.support.doubles import HashingTestEmbedder
 from tests.unit.usecases.doubles import CompactionSpyDouble, RecordingReviewNotifierDouble
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from episodic.errors import StorageError
-from episodic.model import Episode, Review
-from episodic.ports import Changes
+from episodic.application.ports import Changes
+from episodic.domain.errors import StorageError
+from episodic.domain.model import Episode, Review
 
 
 class RecordingReviewNotifierDouble:

@@ -1,4 +1,4 @@
-"""Admin (episodic.usecases.admin): the audit trail for operators, the per-tenant write
+"""Admin (episodic.application.usecases.admin): the audit trail for operators, the per-tenant write
 kill-switch beside the deployment-wide one, health, and re-embedding after a model change
 (an embedder double under a new name plays the new model)."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.errors import ForbiddenError
-from episodic.model import RecallRequest, WritesStatus
-from episodic.ports import AuditQuery
-from episodic.settings import Settings
-from episodic.usecases.admin import Admin
+from episodic.application.ports import AuditQuery
+from episodic.application.settings import Settings
+from episodic.application.usecases.admin import Admin
+from episodic.domain.errors import ForbiddenError
+from episodic.domain.model import RecallRequest, WritesStatus
 from tests.support.factories import AGENT, OPERATOR, proposal
 from tests.unit.usecases.doubles import RenamedEmbedderDouble
 

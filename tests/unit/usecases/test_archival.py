@@ -1,4 +1,4 @@
-"""Archival (episodic.usecases.archival): retention expiry into the cold archive (a digest is only
+"""Archival (episodic.application.usecases.archival): retention expiry into the cold archive (a digest is only
 audited), relevance decay (archived, out of default recall; a dry run only lists), and restore on
 an operator's request (a new expiry when the retention has passed)."""
 
@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.errors import ConflictError, ForbiddenError, InvalidRequestError
-from episodic.expiry import content_hash
-from episodic.model import Status
-from episodic.ports import AuditQuery
-from episodic.settings import Settings
-from episodic.usecases.archival import Archival
+from episodic.application.ports import AuditQuery
+from episodic.application.settings import Settings
+from episodic.application.usecases.archival import Archival
+from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError
+from episodic.domain.forgetting.expiry import content_hash
+from episodic.domain.model import Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 from tests.unit.usecases.doubles import RenamedEmbedderDouble
 

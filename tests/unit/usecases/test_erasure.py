@@ -1,4 +1,4 @@
-"""Erasure (episodic.usecases.erasure): an episode, or everything about an actor, removed from the
+"""Erasure (episodic.application.usecases.erasure): an episode, or everything about an actor, removed from the
 archive first, then from the timeline with the digests that cite it, leaving tombstones that hold
 a content hash and never the text; then the store compacts what it freed."""
 
@@ -9,13 +9,13 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.citations import cite
-from episodic.errors import ForbiddenError, NotFoundError, StorageError
-from episodic.expiry import content_hash
-from episodic.ports import AuditQuery
-from episodic.usecases.archival import Archival
-from episodic.usecases.deps import hash_text
-from episodic.usecases.erasure import Erasure
+from episodic.application.ports import AuditQuery
+from episodic.application.usecases.archival import Archival
+from episodic.application.usecases.deps import hash_text
+from episodic.application.usecases.erasure import Erasure
+from episodic.domain.digests.citations import cite
+from episodic.domain.errors import ForbiddenError, NotFoundError, StorageError
+from episodic.domain.forgetting.expiry import content_hash
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, proposal
 from tests.unit.usecases.doubles import FailingArchiveDouble
 

@@ -1,4 +1,4 @@
-"""Feedback (episodic.usecases.feedback): a running mean in [-1, 1] per episode, which moves the
+"""Feedback (episodic.application.usecases.feedback): a running mean in [-1, 1] per episode, which moves the
 retention score; audited with a hash of the note, never the note."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.errors import NotFoundError
-from episodic.ports import AuditQuery
-from episodic.retention import retention_score
-from episodic.settings import Settings
-from episodic.usecases.deps import hash_text
-from episodic.usecases.feedback import Feedback
+from episodic.application.ports import AuditQuery
+from episodic.application.settings import Settings
+from episodic.application.usecases.deps import hash_text
+from episodic.application.usecases.feedback import Feedback
+from episodic.domain.errors import NotFoundError
+from episodic.domain.forgetting.retention import retention_score
 from tests.support.factories import AGENT, OTHER_TENANT_AGENT, proposal
 
 

@@ -1,4 +1,4 @@
-"""Idempotent writes (episodic.usecases.idempotency): the same key and body replay the first
+"""Idempotent writes (episodic.application.usecases.idempotency): the same key and body replay the first
 result and store nothing new; the same key with another body is a conflict; keys are stored
 hashed, one per item."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.errors import IdempotencyConflictError, InvalidRequestError
-from episodic.model import Decision, Status
-from episodic.usecases.feedback import Feedback
-from episodic.usecases.idempotency import stored_idempotency_key
-from episodic.usecases.writes import Writes
+from episodic.application.usecases.feedback import Feedback
+from episodic.application.usecases.idempotency import stored_idempotency_key
+from episodic.application.usecases.writes import Writes
+from episodic.domain.errors import IdempotencyConflictError, InvalidRequestError
+from episodic.domain.model import Decision, Status
 from tests.support.factories import AGENT, proposal
 from tests.unit.usecases.doubles import StoreSpyDouble
 

@@ -1,4 +1,4 @@
-"""Reads (episodic.usecases.reads): the one scope every read uses (``scope_for``), reads by id,
+"""Reads (episodic.application.usecases.reads): the one scope every read uses (``scope_for``), reads by id,
 and recall -- scope first, rank second, audited, counted, with neighbouring turns read under
 the recall's own scope."""
 
@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.errors import NotFoundError
-from episodic.model import Caller, PrivacyClass, RecallRequest, Role, Status
-from episodic.ports import AuditQuery
-from episodic.usecases.deps import hash_text
-from episodic.usecases.reads import Reads, scope_for
+from episodic.application.ports import AuditQuery
+from episodic.application.usecases.deps import hash_text
+from episodic.application.usecases.reads import Reads, scope_for
+from episodic.domain.errors import NotFoundError
+from episodic.domain.model import Caller, PrivacyClass, RecallRequest, Role, Status
 from tests.support.factories import AGENT, OPERATOR, proposal, remember_turn
 from tests.unit.usecases.doubles import StoreSpyDouble
 

@@ -1,12 +1,12 @@
-"""The reply to a question turn (episodic.usecases.replies): the next turn of its session, when
+"""The reply to a question turn (episodic.application.usecases.replies): the next turn of its session, when
 another speaker says it, read under the recall's own scope."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from episodic.usecases.reads import scope_for
-from episodic.usecases.replies import replies_to, shifted
+from episodic.application.usecases.reads import scope_for
+from episodic.application.usecases.replies import replies_to, shifted
 from tests.support.factories import AGENT, TURNS_START, remember_turn
 
 

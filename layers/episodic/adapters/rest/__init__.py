@@ -1,6 +1,0 @@
-"""The REST API (Powertools on API Gateway; the same application behind ``episodic serve``)."""
-
-from episodic.adapters.rest.app import app, current_caller, get_service, methods_for, set_service
-from episodic.adapters.rest.handler import concurrent_handler, handler
-
-__all__ = ["app", "concurrent_handler", "current_caller", "get_service", "handler", "methods_for", "set_service"]

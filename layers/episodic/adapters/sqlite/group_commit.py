@@ -1,0 +1,121 @@
+"""Group commit: change sets that arrive together share one transaction and one fsync.
+
+Why: with ``synchronous=FULL`` every commit waits for the disk. When several request threads
+write at once, or a batch route writes a hundred items, committing each on its own makes them
+queue behind one fsync each. Here the first writer to find the writer connection free becomes
+the *leader*: it takes every change set waiting at that moment (its own included), applies
+each inside its own ``SAVEPOINT``, and commits them all at once; the others wait for that
+commit and go home with their own outcome. Nothing waits on a timer: a lone writer commits
+at once, and sets batch up only while a commit is already in flight.
+
+What each caller is still promised:
+
+* **atomic per change set** -- a set that fails (a create-once or expected-status condition)
+  is rolled back to its savepoint; the sets beside it commit without it;
+* **acknowledged means on disk** -- a caller hears back only after the shared ``COMMIT``
+  returned; when that commit fails, every set in it fails with it;
+* **a crash never leaves half a set** -- one transaction, so all of it or none of it.
+
+A set marked not *durable* (the read audit, access counts) commits with ``synchronous=NORMAL``
+when nothing durable shares its transaction: the commit does not wait for fsync. It survives
+a crash of the process (the WAL frames are in the operating system's cache); only a power cut
+or kernel crash before the next fsynced commit or checkpoint can lose it. Because the WAL is
+one file written in order, the next durable commit's fsync makes every earlier set durable too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from episodic.domain.errors import StorageError
+
+Work = Callable[[sqlite3.Connection], None]
+"""One change set: the statements that write it, run on the writer connection."""
+
+
+@dataclass(eq=False)
+class _Ticket:
+    work: Work
+    durable: bool
+    error: BaseException | None = None
+    done: bool = False
+
+
+class GroupCommit:
+    """Runs change sets on the one writer connection, many per transaction (see the module)."""
+
+    def __init__(self, writer: sqlite3.Connection, write_lock: threading.Lock) -> None:
+        self._writer = writer
+        self._write_lock = write_lock
+        self._cond = threading.Condition()
+        self._waiting: list[_Ticket] = []
+        self._leading = False
+
+    def run(self, works: Sequence[Work], *, durable: bool = True) -> list[BaseException | None]:
+        """Apply every work, each atomically; the error each one failed with, or ``None``.
+
+        A failure of the shared commit itself is every work's error (nothing of them was written)."""
+        tickets = [_Ticket(work, durable) for work in works]
+        if not tickets:
+            return []
+        with self._cond:
+            self._waiting.extend(tickets)
+            while self._leading and not tickets[-1].done:
+                self._cond.wait()
+            if tickets[-1].done:  # a leader committed ours (all of them: it took them together)
+                return [t.error for t in tickets]
+            self._leading = True
+            batch, self._waiting = self._waiting, []
+        try:
+            self._commit(batch)
+        finally:
+            with self._cond:
+                for ticket in batch:
+                    ticket.done = True
+                self._leading = False
+                self._cond.notify_all()
+        return [t.error for t in tickets]
+
+    def _commit(self, batch: list[_Ticket]) -> None:
+        relaxed = not any(t.durable for t in batch)
+        with self._write_lock:
+            conn = self._writer
+            if relaxed:
+                conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._in_transaction(conn, batch)
+            finally:
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
+
+    @staticmethod
+    def _in_transaction(conn: sqlite3.Connection, batch: list[_Ticket]) -> None:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            _fail_all(batch, StorageError(f"database is busy: {exc}"))
+            return
+        try:
+            for ticket in batch:
+                conn.execute("SAVEPOINT change_set")
+                try:
+                    ticket.work(conn)
+                except Exception as exc:  # this set only: roll it back, keep the others
+                    conn.execute("ROLLBACK TO change_set")
+                    ticket.error = exc
+                conn.execute("RELEASE change_set")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            _fail_all(batch, exc if isinstance(exc, StorageError) else StorageError(f"commit failed: {exc}"))
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt and the like still stop the leader
+
+
+def _fail_all(batch: list[_Ticket], error: BaseException) -> None:
+    for ticket in batch:
+        ticket.error = error

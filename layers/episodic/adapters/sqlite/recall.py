@@ -1,0 +1,150 @@
+"""The :class:`~episodic.application.ports.RecallIndex` over the same database: BM25 from FTS5 and
+cosine similarity from the stored vectors, both limited to the scope first.
+
+Why it needs no separate index service: the FTS rows and vectors are written in the same
+transaction as their episodes (:mod:`.sqlite_writes`), so what recall searches is always exactly
+the timeline. Vectors are searched in memory by :class:`~episodic.adapters.vectors.index.VectorSearch`,
+which follows the table by rowid watermark; this module only hands it the rowids the scope
+admits, so a vector outside the scope can never be returned.
+
+Every query runs on one borrowed reader connection, so its lexical and semantic halves see
+the same snapshot of the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from typing import Any
+
+import numpy as np
+
+from episodic.adapters.sqlite.database import Database
+from episodic.adapters.sqlite.fts_match import RANK, search
+from episodic.adapters.sqlite.fts_terms import TermFrequencies
+from episodic.adapters.sqlite.scope import scope_sql
+from episodic.adapters.sqlite.scope_cache import ScopeCache
+from episodic.adapters.vectors.index import VectorSearch
+from episodic.application.ports import RecallCandidates, Scope, Vector
+from episodic.domain.recall.query import lexical_terms
+from episodic.domain.recall.ranking import Candidate
+
+WARM_MIN_EPISODES = 10_000
+"""Tenants at least this large have their vectors read at start (:meth:`RecallReads.warm_up`):
+from here on the first read takes a noticeable part of a second, at a million several seconds."""
+log = logging.getLogger(__name__)
+
+
+QUERY_WORDS = 32
+"""At most this many of a query's words are searched (and counted, :mod:`.fts_terms`)."""
+
+
+class RecallReads(Database):
+    """Scoped recall candidates with their raw lexical and semantic scores."""
+
+    embedder: str | None
+    """The model whose vectors a query is compared with when the caller names none."""
+    vectors: VectorSearch
+    scopes: ScopeCache
+    terms: TermFrequencies
+
+    def candidates(
+        self,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None = None,
+    ) -> RecallCandidates:
+        with self.reading() as conn:
+            return self._candidates(conn, scope, query_text, query_vector, pool_size, embedder or self.embedder)
+
+    def _candidates(
+        self,
+        conn: sqlite3.Connection,
+        scope: Scope,
+        query_text: str | None,
+        query_vector: Vector | None,
+        pool_size: int,
+        embedder: str | None,
+    ) -> RecallCandidates:
+        """Without a query, the newest ``pool_size`` of the scope; with one, the union of the
+        best ``pool_size`` by vector (only vectors ``embedder`` made) and by BM25."""
+        where, params = scope_sql(scope)
+        if query_text is None and query_vector is None:
+            rows = conn.execute(
+                f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
+                (*params, pool_size),
+            ).fetchall()
+            return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
+        words = self.terms.informative(conn, lexical_terms(query_text or "")[:QUERY_WORDS])
+        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id)
+        lexical = _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
+        semantic: dict[str, float] = {}
+        if query_vector is not None and embedder is not None:
+            semantic = self._semantic(conn, scope, query_vector, pool_size, embedder)
+        ids = list(dict.fromkeys([*semantic, *lexical]))
+        return RecallCandidates(
+            [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
+        )
+
+    def warm_up(self, dimension: int, min_episodes: int = WARM_MIN_EPISODES) -> threading.Thread:
+        """Read the vectors of every tenant with ``min_episodes`` or more into memory in the
+        background, largest first (and start their indexes), so that no large tenant's first
+        recall after a start waits seconds for them. A recall that comes first loads its own
+        tenant as it always did; other tenants' recalls never wait (each tenant has its lock)."""
+
+        def load(embedder: str | None) -> None:
+            if embedder is None:  # a store that names no model has no vectors to compare
+                return
+            try:
+                with self.reading() as conn:
+                    tenants = conn.execute(
+                        "SELECT tenant_id FROM episodes GROUP BY tenant_id HAVING count(*) >= ? ORDER BY count(*) DESC",
+                        (min_episodes,),
+                    ).fetchall()
+                    for (tenant,) in tenants:
+                        self.vectors.load(conn, tenant, embedder, dimension)
+            except Exception:  # the recalls load what they need; say why once
+                log.warning("could not read the large tenants' vectors at start", exc_info=True)
+
+        thread = threading.Thread(target=load, args=(self.embedder,), name="episodic-vectors-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _semantic(
+        self, conn: sqlite3.Connection, scope: Scope, query_vector: Vector, pool_size: int, embedder: str
+    ) -> dict[str, float]:
+        """``{event_id: cosine}`` of the best ``pool_size`` vectors among the scope's rowids."""
+        rowids = self.scopes.rowids(conn, scope)
+        if not len(rowids):
+            return {}
+        query = np.asarray(query_vector, dtype=np.float32)
+        top, sims, _ = self.vectors.search(conn, scope.tenant_id, embedder, rowids, query, pool_size)
+        marks = ",".join("?" * len(top))
+        named = conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", top.tolist())
+        names = dict(named.fetchall())
+        return {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
+
+
+def _lexical(
+    conn: sqlite3.Connection, where: str, params: list[Any], match: str | None, pool_size: int
+) -> dict[str, float]:
+    """``{event_id: BM25}`` of the best ``pool_size`` matches in the scope (higher is better).
+
+    Ordered by FTS5's ``rank`` column (``bm25()`` with the same weights: no other rank is
+    configured), FTS5 itself hands the matches over best first, so SQLite joins them to the scope
+    only until ``pool_size`` pass, with no sort of its own; ordered by the ``bm25()`` function it
+    joined every match and sorted them all in a temporary B-tree (~20% slower over 2,000
+    matches, more the more a query matches). The rank is :data:`~.fts_match.RANK`, the text's
+    BM25, whether or not ``match`` is limited to the tenant's rows."""
+    if not match:
+        return {}
+    rows = conn.execute(
+        f"SELECT e.event_id, -episodes_search.rank FROM episodes_search JOIN episodes e "
+        f"ON e.rowid = episodes_search.rowid WHERE episodes_search MATCH ? AND episodes_search.rank MATCH ? "
+        f"AND {where} ORDER BY episodes_search.rank LIMIT ?",
+        (match, RANK, *params, pool_size),
+    ).fetchall()
+    return {event_id: float(score) for event_id, score in rows}

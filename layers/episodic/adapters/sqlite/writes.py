@@ -1,0 +1,210 @@
+"""The write side of :class:`~episodic.application.ports.EpisodeStore`, and erasure compaction.
+
+Why a change set is all or nothing: :meth:`EpisodeWrites.apply` writes the idempotency key,
+the episodes, their status and stats changes, deletions, reviews and audit records of one
+use case inside one savepoint of a group commit (:mod:`.sqlite_group_commit`), so they are
+committed (and fsynced) together or not at all -- an acknowledged write always has its audit
+record and its idempotency key, and a failed condition leaves nothing behind.
+
+Why the recall index cannot drift: an episode's FTS row, tags, source references and vector
+are written and deleted in the same transaction as the episode row itself.
+
+Why erased text does not linger: after an erasure, :meth:`EpisodeWrites.compact_after_erasure`
+rewrites the FTS segments without the deleted rows and checkpoints and truncates the WAL
+(``secure_delete`` has zeroed the freed pages already).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+
+from episodic.adapters.codec import pack_vector
+from episodic.adapters.sqlite.database import Database, micros
+from episodic.adapters.sqlite.fts_match import tenant_token
+from episodic.adapters.sqlite.governance import append_audit, close_review, insert_review
+from episodic.adapters.sqlite.reads import parsed
+from episodic.adapters.vectors.index import VectorSearch
+from episodic.application.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
+from episodic.domain.errors import ConflictError, StorageError
+from episodic.domain.model import Episode
+
+ROWID_FLOOR = "episodes_rowid_floor"
+"""``meta`` key: the highest rowid ever deleted from ``episodes``.
+
+Why rowids are never reused: SQLite gives a new row the largest rowid plus one, so erasing the
+newest episode would hand its rowid to the next write. The vector cache follows the table by a
+rowid watermark (:mod:`.vectors`): it would never load the new row's vector (the episode could
+not be found by meaning until a restart), and another ``--workers`` process, which still holds
+the erased row's vector, would rank the new episode by it."""
+
+NEXT_ROWID = (
+    "(SELECT max(coalesce((SELECT max(rowid) FROM episodes), 0), "
+    f"coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{ROWID_FLOOR}'), 0)) + 1)"
+)
+"""The rowid a new episode gets: above every rowid the table holds or ever held."""
+
+
+def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None) -> None:
+    """The episode row with its vector, plus its tags, source references and FTS text."""
+    expires = episode.retention.expires_at
+    cur = conn.execute(
+        "INSERT INTO episodes (rowid, tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
+        f"occurred_at, expires_at, doc, vector, embedder) VALUES ({NEXT_ROWID},?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            episode.tenant_id,
+            episode.event_id,
+            episode.actor_id,
+            episode.project_id,
+            episode.event_type.value,
+            episode.status.value,
+            episode.privacy_class.value,
+            micros(episode.occurred_at),
+            micros(expires) if expires else None,
+            episode.model_dump_json(by_alias=True),
+            None if vector is None else pack_vector(vector),
+            embedder,
+        ),
+    )
+    rowid = cur.lastrowid
+    conn.executemany(
+        "INSERT INTO episode_tags (tenant_id, tag, episode_rowid) VALUES (?,?,?)",
+        [(episode.tenant_id, tag, rowid) for tag in episode.tags],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO episode_refs (tenant_id, ref, episode_rowid) VALUES (?,?,?)",
+        [(episode.tenant_id, ref, rowid) for ref in episode.source_refs],
+    )
+    conn.execute(
+        "INSERT INTO episodes_search (rowid, tenant, text) VALUES (?, ?, ?)",
+        (rowid, tenant_token(episode.tenant_id), episode.search_text()),
+    )
+
+
+def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int | None:
+    """The episode and everything indexed from it (its rowid); nothing when it is already gone."""
+    row = conn.execute("SELECT rowid FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant, event_id)).fetchone()
+    if row is None:
+        return None
+    rowid = row[0]
+    conn.execute("DELETE FROM episodes_search WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
+    conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
+    conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+        "SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+        (ROWID_FLOOR, rowid),
+    )
+    return int(rowid)
+
+
+def insert_idempotency(conn: sqlite3.Connection, tenant: str, record: IdempotencyRecord) -> None:
+    """The key and the result it answered with (a key already used fails the transaction)."""
+    conn.execute(
+        "INSERT INTO idempotency (tenant_id, key, request_hash, result, created_at) VALUES (?,?,?,?,?)",
+        (tenant, record.key, record.request_hash, json.dumps(record.result), micros(record.created_at)),
+    )
+
+
+def change_status(conn: sqlite3.Connection, tenant: str, change: StatusChange) -> None:
+    """Move an episode to its new status, or :class:`ConflictError` if it left the expected one."""
+    cur = conn.execute(
+        "UPDATE episodes SET status = ?, doc = json_set(doc, '$.status', ?) "
+        "WHERE tenant_id = ? AND event_id = ? AND status = ?",
+        (change.new.value, change.new.value, tenant, change.event_id, change.expected.value),
+    )
+    if cur.rowcount != 1:
+        raise ConflictError(f"episode {change.event_id} is no longer {change.expected.value}", eventId=change.event_id)
+
+
+def write_changes(conn: sqlite3.Connection, changes: Changes, erased: list[int]) -> None:
+    """Every statement of one change set, in the order their conditions need; the rowids of
+    the episodes it deletes are appended to ``erased``."""
+    tenant = changes.tenant_id
+    try:
+        if changes.idempotency is not None:
+            insert_idempotency(conn, tenant, changes.idempotency)
+        for new in changes.put:
+            insert_episode(conn, new.episode, new.vector, new.embedder)
+        for change in changes.status:
+            change_status(conn, tenant, change)
+        for stats in changes.stats:
+            update_stats(conn, tenant, stats)
+        for event_id in changes.delete:
+            if (rowid := delete_episode(conn, tenant, event_id)) is not None:
+                erased.append(rowid)
+        for review in changes.reviews_put:
+            insert_review(conn, tenant, review)
+        for close in changes.reviews_close:
+            if not close_review(conn, tenant, close):
+                raise ConflictError(f"review {close.review_id} is no longer pending")
+        for record in changes.audit:
+            append_audit(conn, record)
+    except sqlite3.IntegrityError as exc:
+        raise ConflictError(f"create-once condition failed: {exc}") from exc
+
+
+def count_access(conn: sqlite3.Connection, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+    marks = ",".join("?" * len(event_ids))
+    conn.execute(
+        "UPDATE episodes SET doc = json_set(doc, '$.accessCount', json_extract(doc, '$.accessCount') + 1, "
+        f"'$.lastAccessedAt', ?) WHERE tenant_id = ? AND event_id IN ({marks})",
+        (at.isoformat(), tenant_id, *event_ids),
+    )
+
+
+def update_stats(conn: sqlite3.Connection, tenant: str, stats: StatsChange) -> None:
+    conn.execute(
+        "UPDATE episodes SET doc = json_set(doc, '$.feedbackScore', ?, '$.feedbackCount', ?, "
+        "'$.retentionScore', ?) WHERE tenant_id = ? AND event_id = ?",
+        (stats.feedback_score, stats.feedback_count, stats.retention_score, tenant, stats.event_id),
+    )
+
+
+class EpisodeWrites(Database):
+    """Change sets, access counts and the compaction that follows an erasure."""
+
+    vectors: VectorSearch
+
+    def apply(self, changes: Changes) -> None:
+        """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
+        create-once or expected-status condition fails."""
+        (conflict,) = self.apply_many([changes])
+        if conflict is not None:
+            raise conflict
+
+    def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
+        """Each set atomically, all in one group commit (one fsync for the lot; none when no set
+        is ``durable``)."""
+        durable = any(c.durable for c in change_sets)
+        erased: list[list[int]] = [[] for _ in change_sets]
+        writes = [partial(write_changes, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
+        errors = self._group.run(writes, durable=durable)
+        if any(c.delete for c in change_sets):
+            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here, nor its vector:
+            for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
+                if error is None and rowids:
+                    self.vectors.forget(changes.tenant_id, rowids)
+        for error in errors:
+            if error is not None and not isinstance(error, ConflictError):
+                raise error
+        return [e if isinstance(e, ConflictError) else None for e in errors]
+
+    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+        """Count a recall of these episodes and remember when it happened. Not waited on the
+        disk for (a recall acknowledges no write): see :mod:`.sqlite_group_commit`."""
+        if not event_ids:
+            return
+        count = partial(count_access, tenant_id=tenant_id, event_ids=event_ids, at=at)
+        (error,) = self._group.run([count], durable=False)
+        if error is not None:
+            raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
+
+    def compact_after_erasure(self) -> None:
+        with self._write_lock:
+            self._writer.execute("INSERT INTO episodes_search (episodes_search) VALUES ('optimize')")
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")

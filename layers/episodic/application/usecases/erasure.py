@@ -1,0 +1,89 @@
+"""Erasure on request: an episode, or everything about an actor, removed everywhere -- the
+cold archive, the timeline, the index and the digests that cite it -- leaving tombstones
+with a content hash, never the text."""
+
+from __future__ import annotations
+
+import threading
+
+from episodic.application.ports import Changes
+from episodic.application.usecases.deps import Deps, hash_text, require_operator
+from episodic.domain.access import require_changeable
+from episodic.domain.errors import ForbiddenError, NotFoundError
+from episodic.domain.forgetting.expiry import content_hash
+from episodic.domain.model import Caller, Episode, ErasureResult
+
+
+class Erasure:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self._lock = threading.Lock()
+
+    def erase(self, caller: Caller, event_id: str, reason: str | None = None) -> ErasureResult:
+        """Erase one episode everywhere, and the summaries that cite it; leave tombstones."""
+        deps = self.deps
+        episode = deps.episodes.get(caller.tenant_id, event_id)
+        if episode is None:  # archived (expired or decayed): its retention travels with the record
+            record = deps.archive.get(caller.tenant_id, event_id)
+            if record is None:
+                raise NotFoundError(f"no episode {event_id}")
+            episode = Episode.model_validate(record["episode"])
+        require_changeable(caller, episode, "erase an episode", pending=True)
+        if not episode.retention.delete_on_request and not caller.is_operator:
+            raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
+        return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
+
+    def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> ErasureResult:
+        """Erase everything about an actor: timeline, index, archive, derived summaries."""
+        require_operator(caller)
+        deps = self.deps
+        ids = deps.episodes.event_ids_of_actor(caller.tenant_id, actor_id)
+        archived = deps.archive.delete_actor(caller.tenant_id, actor_id)  # copies first: see _erase_ids
+        result = self._erase_ids(caller, ids, reason or "actor_erasure_requested", scope="actor")
+        now = deps.clock.now()
+        erased = deps.audit(
+            caller,
+            "actor.erased",
+            now,
+            None,
+            None,
+            actorHash=hash_text(f"{caller.tenant_id}/{actor_id}"),
+            erasedEpisodes=len(result.erased),
+            archivedRecordsDeleted=archived,
+        )
+        deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[erased]))
+        return result.model_copy(update={"archived_records_deleted": result.archived_records_deleted + archived})
+
+    def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> ErasureResult:
+        """Archive copies go first, then the timeline with its tombstones in one commit: if either
+        step fails the caller gets an error and a retry finishes the job, and no failure leaves a
+        copy of erased text behind a tombstone that says it is gone."""
+        deps = self.deps
+        with self._lock:
+            now = deps.clock.now()
+            cascade = deps.episodes.summaries_citing(caller.tenant_id, ids) if ids else []
+            all_ids = list(dict.fromkeys([*ids, *cascade]))
+            found = deps.episodes.get_many(caller.tenant_id, all_ids)
+            changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
+            for event_id in all_ids:
+                episode = found.get(event_id)
+                changes.audit.append(
+                    deps.audit(
+                        caller,
+                        "episode.erased",
+                        now,
+                        event_id,
+                        None,
+                        reason=reason,
+                        scope=scope,
+                        cascade=event_id in cascade and event_id not in ids,
+                        contentHash=content_hash(episode) if episode else None,
+                    )
+                )
+            archived = deps.archive.delete_events(caller.tenant_id, all_ids)
+            deps.episodes.apply(changes)
+            if deps.compaction is not None:
+                deps.compaction.compact_after_erasure()
+        return ErasureResult(
+            erased=all_ids, cascaded=[i for i in cascade if i not in ids], archived_records_deleted=archived
+        )

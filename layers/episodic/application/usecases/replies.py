@@ -1,0 +1,73 @@
+"""The reply to a question turn: where a conversation's answer usually sits.
+
+People ask "so you're leaving the garden centre for good?" and the other answers "yep,
+handing my notice in tomorrow. Four years ...". A later question about the garden centre
+matches the question turn best, while the fact is in the reply, which may share none of its
+words. Recall therefore looks up, for its most relevant question turns, the next turn of the
+same session when another speaker says it, and the ranker lets that reply inherit part of the
+question's relevance (:class:`~episodic.domain.recall.ranking.RankingWeights`, ``reply_share``).
+
+The reply is read under the recall's own scope -- its statuses, privacy rule, actor, tags and
+time window -- so a turn the recall could not return is never found this way. Recall's
+neighbouring turns are read through the same :func:`session_turns`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from episodic.application.ports import EpisodeStore, Scope, TimelineQuery
+from episodic.domain.model import Episode, EventType
+
+REPLY_WINDOW = timedelta(hours=1)
+"""How long after a question its reply may come (turns of one session often share one time)."""
+
+SESSION_TURNS = 200
+"""Turns read around a turn: a session is rarely longer within one window."""
+
+
+def replies_to(store: EpisodeStore, scope: Scope, questions: Iterable[Episode]) -> dict[str, Episode]:
+    """``{question id: its reply}`` for each question turn whose next turn in its session, in
+    ``scope``, is another speaker's."""
+    found = {}
+    for question in questions:
+        reply = _next_turn(store, scope, question)
+        if reply is not None and reply.actor_id != question.actor_id:
+            found[question.event_id] = reply
+    return found
+
+
+def _next_turn(store: EpisodeStore, scope: Scope, question: Episode) -> Episode | None:
+    """The turn after ``question`` in its session, in timeline order (time, then id)."""
+    if scope.event_types and EventType.CONVERSATION_TURN not in scope.event_types:
+        return None
+    after = question.occurred_at
+    if scope.occurred_after is not None:
+        after = max(after, scope.occurred_after)
+    before = shifted(question.occurred_at, REPLY_WINDOW)
+    if scope.occurred_before is not None:
+        before = min(before, scope.occurred_before)
+    around = replace(scope, event_types=(EventType.CONVERSATION_TURN,), occurred_after=after, occurred_before=before)
+    same, at = session_turns(store, around, question)
+    return same[at + 1] if at is not None and at + 1 < len(same) else None
+
+
+def session_turns(store: EpisodeStore, around: Scope, turn: Episode) -> tuple[list[Episode], int | None]:
+    """The turns of ``turn``'s session inside ``around`` (a scope its caller has narrowed to a
+    window near the turn), in timeline order, and the turn's place among them (None when
+    ``around`` does not hold it). Shared by the reply lookup and recall's neighbouring turns."""
+    turns, _ = store.timeline(TimelineQuery(scope=around, limit=SESSION_TURNS, newest_first=False))
+    same = [other for other in turns if other.session_id == turn.session_id]
+    return same, next((i for i, other in enumerate(same) if other.event_id == turn.event_id), None)
+
+
+def shifted(moment: datetime, delta: timedelta) -> datetime:
+    """``moment + delta``, held at the calendar's ends: a turn dated 9999-12-31 23:30 still has
+    turns around it to look for, not an ``OverflowError``."""
+    try:
+        return moment + delta
+    except OverflowError:
+        edge = datetime.max if delta > timedelta(0) else datetime.min
+        return edge.replace(tzinfo=moment.tzinfo)

@@ -1,0 +1,92 @@
+"""Human review of held writes: the queue, an operator's decision, and the default deny when
+nobody decides in time. Every outcome is audited; approval activates and supersedes what the
+write corrects, denial removes it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from episodic.application.ports import Changes, ReviewChange, StatusChange
+from episodic.application.usecases.deps import Deps, hash_text, require_operator
+from episodic.application.usecases.writes import Writes
+from episodic.domain.errors import ConflictError, NotFoundError
+from episodic.domain.model import Caller, Review, ReviewStatus, ReviewView, Role, Status
+
+TIMEOUT_PRINCIPAL = "system:review-timeout"
+
+
+class Reviews:
+    def __init__(self, deps: Deps, writes: Writes) -> None:
+        self.deps = deps
+        self.writes = writes
+
+    def list_reviews(
+        self, caller: Caller, status: ReviewStatus | None = ReviewStatus.PENDING, limit: int = 100
+    ) -> list[ReviewView]:
+        require_operator(caller)
+        reviews = self.deps.reviews.list_reviews(caller.tenant_id, status, limit)
+        episodes = self.deps.episodes.get_many(caller.tenant_id, [r.event_id for r in reviews])
+        return [ReviewView(review=r, episode=episodes.get(r.event_id)) for r in reviews]
+
+    def decide_review(self, caller: Caller, review_id: str, approve: bool, note: str | None = None) -> ReviewView:
+        """An operator approves (activate) or denies (remove) a pending write."""
+        require_operator(caller)
+        review = self.deps.reviews.get_review(caller.tenant_id, review_id)
+        if review is None:
+            raise NotFoundError(f"no review {review_id}")
+        if review.status is not ReviewStatus.PENDING:
+            raise ConflictError(f"review {review_id} is already {review.status.value}")
+        outcome = ReviewStatus.APPROVED if approve else ReviewStatus.DENIED
+        return self._close(caller, review, outcome, caller.principal_id, note)
+
+    def expire_review(self, tenant_id: str, review_id: str) -> str:
+        """The review workflow timed out: deny by default. Idempotent (a closed review stays closed)."""
+        review = self.deps.reviews.get_review(tenant_id, review_id)
+        if review is None:
+            return "unknown"
+        if review.status is not ReviewStatus.PENDING:
+            return review.status.value
+        system = Caller(tenant_id=tenant_id, role=Role.OPERATOR, principal_id=TIMEOUT_PRINCIPAL)
+        try:
+            self._close(system, review, ReviewStatus.EXPIRED, TIMEOUT_PRINCIPAL, "review timed out: denied")
+        except ConflictError:
+            return "closed-concurrently"
+        return "expired"
+
+    def time_out(self, requested_before: datetime, limit: int) -> int:
+        """Deny every review still pending that was requested before ``requested_before``."""
+        stale = self.deps.reviews.reviews_requested_before(requested_before, limit)
+        return sum(self.expire_review(r.tenant_id, r.review_id) == "expired" for r in stale)
+
+    def _close(
+        self, caller: Caller, review: Review, outcome: ReviewStatus, reviewer: str, note: str | None
+    ) -> ReviewView:
+        deps = self.deps
+        now = deps.clock.now()
+        episode = deps.episodes.get(review.tenant_id, review.event_id)
+        changes = Changes(tenant_id=review.tenant_id)
+        changes.reviews_close.append(ReviewChange(review.review_id, outcome, now, reviewer, note))
+        if episode is not None:
+            if outcome is ReviewStatus.APPROVED:
+                changes.status.append(StatusChange(episode.event_id, Status.PENDING_REVIEW, Status.ACTIVE))
+                self.writes.stage_supersede(caller, episode, changes, now)
+                episode = episode.model_copy(update={"status": Status.ACTIVE})
+            else:
+                changes.delete.append(episode.event_id)
+                episode = None
+        changes.audit.append(
+            deps.audit(
+                caller,
+                f"review.{outcome.value}",
+                now,
+                review.event_id,
+                None,
+                reviewId=review.review_id,
+                reviewer=reviewer,
+                noteHash=hash_text(note) if note else None,
+            )
+        )
+        deps.episodes.apply(changes)
+        closed = review.model_copy(update={"status": outcome, "decided_at": now, "reviewer": reviewer, "note": note})
+        deps.notifier.review_decided(closed)
+        return ReviewView(review=closed, episode=episode)

@@ -1,0 +1,136 @@
+"""The 24-hour summarisation: a digest of at most three lines for every actor with more than
+``summary_min_events`` events in a day, written as a ``session_summary`` that cites its sources
+and passes the write policy like any write (see :mod:`episodic.domain.digests.rules` for what it may repeat)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from episodic.application.ports import Summariser
+from episodic.application.usecases.deps import Deps
+from episodic.application.usecases.reads import Reads
+from episodic.application.usecases.writes import Writes
+from episodic.domain.digests.citations import cite
+from episodic.domain.digests.rules import digest_privacy, digestible
+from episodic.domain.errors import EpisodicError, InvalidRequestError
+from episodic.domain.model import (
+    BusyActor,
+    Caller,
+    Confidence,
+    DigestOutcome,
+    Episode,
+    EpisodeProposal,
+    EventType,
+    ProposedBy,
+    RememberResult,
+    Retention,
+    Role,
+    SourceTrust,
+)
+
+SUMMARY_MAX_SOURCES = 50
+"""A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
+
+
+class Summarisation:
+    def __init__(self, deps: Deps, reads: Reads, writes: Writes) -> None:
+        self.deps = deps
+        self.reads = reads
+        self.writes = writes
+
+    def busy_actors(self, now: datetime) -> list[BusyActor]:
+        """Actors with more than ``summary_min_events`` events in the trailing 24 hours."""
+        since = now - timedelta(hours=24)
+        busy = self.deps.scans.busy_actors(since, now, self.deps.settings.summary_min_events + 1)
+        return [BusyActor(tenant_id=t, actor_id=a, events=n, window_start=since, window_end=now) for t, a, n in busy]
+
+    def summarise_actor(
+        self, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
+    ) -> RememberResult:
+        """Write a digest of one actor's window whose sourceRefs cite every event it summarises;
+        the idempotency key makes a re-run of the same window a replay, not a copy."""
+        caller = Caller(
+            tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser", provenance=ProposedBy.WORKFLOW
+        )
+        sources = self._sources(caller, actor_id, window_start, window_end)
+        if len(sources) <= self.deps.settings.summary_min_events:
+            raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
+        proposal = self.summary_proposal(actor_id, sources, "digest")
+        if proposal is None:
+            raise InvalidRequestError("the summariser found nothing to say about the window", events=len(sources))
+        key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
+        return self.writes.remember(caller, proposal, idempotency_key=key)
+
+    def summary_proposal(
+        self,
+        actor_id: str,
+        sources: list[Episode],
+        tag: str,
+        *,
+        session_id: str | None = None,
+        project_id: str | None = None,
+    ) -> EpisodeProposal | None:
+        """A ``session_summary`` of ``sources`` (at most three lines) citing each of them, or None
+        when the summariser has nothing to say. It repeats its sources, so it is as private as
+        the most private of them and lives no longer than the first of them to expire."""
+        lines = self.summariser().summarise(sources, max_lines=3)[:3]
+        if not lines:
+            return None
+        expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
+        return EpisodeProposal(
+            event_type=EventType.SESSION_SUMMARY,
+            actor_id=actor_id,
+            session_id=session_id,
+            project_id=project_id,
+            occurred_at=max(e.occurred_at for e in sources),
+            summary="\n".join(lines),
+            source_refs=[cite(e.event_id) for e in sources],
+            source_trust=SourceTrust.TOOL_RESULT,
+            proposed_by=ProposedBy.WORKFLOW,
+            confidence=Confidence.MEDIUM,
+            importance=max(e.importance for e in sources),
+            tags=[tag],
+            privacy_class=digest_privacy(sources),
+            retention=Retention(expires_at=min(expiries) if expiries else None),
+        )
+
+    def _sources(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> list[Episode]:
+        """The newest episodes of the window a digest may repeat, up to its cap: pages are read
+        until the cap is reached, so earlier digests and sensitive episodes in the window take
+        no source's place."""
+        sources: list[Episode] = []
+        cursor = None
+        while len(sources) < SUMMARY_MAX_SOURCES:
+            page = self.reads.timeline(
+                caller, actor_id=actor_id, occurred_after=start, occurred_before=end,
+                limit=SUMMARY_MAX_SOURCES + 1, cursor=cursor,
+            )  # fmt: skip
+            sources.extend(e for e in page.items if digestible(e))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return sources[:SUMMARY_MAX_SOURCES]
+
+    def summarise(self) -> list[DigestOutcome]:
+        """The 24-hour summarisation, in-process: one digest per busy actor; one failure does
+        not stop the others (each outcome is reported)."""
+        outcomes = []
+        for busy in self.busy_actors(self.deps.clock.now()):
+            try:
+                result = self.summarise_actor(busy.tenant_id, busy.actor_id, busy.window_start, busy.window_end)
+                outcome: dict[str, Any] = {
+                    "decision": result.decision,
+                    "event_id": result.event_id,
+                    "reasons": result.reasons,
+                }
+            except Exception as exc:  # reported per actor, like the Map state's Catch
+                outcome = {"failed": True, "error": type(exc).__name__}
+            outcomes.append(DigestOutcome(**busy.model_dump(), **outcome))
+        return outcomes
+
+    def summariser(self) -> Summariser:
+        """The injected summariser (a composition without one cannot summarise)."""
+        if self.deps.summariser is None:
+            raise EpisodicError("no summariser is configured for this service (a composition error)")
+        return self.deps.summariser

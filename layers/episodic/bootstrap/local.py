@@ -1,0 +1,53 @@
+"""The local composition root: the service wired to SQLite, the folder archive and MiniLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from episodic.adapters.files.archive import FolderArchive
+from episodic.adapters.inprocess.notifier import LogReviewNotifier
+from episodic.adapters.minilm.embedder import MiniLMEmbedder
+from episodic.adapters.sqlite.store import SqliteStore
+from episodic.adapters.summarisers.extractive import ExtractiveSummariser
+from episodic.application.ports import Clock, Embedder
+from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
+
+
+def prepare_data_dir(settings: Settings) -> Path:
+    """The database's path in the data dir, created owner-only if missing, with the database
+    created or upgraded to this version's schema (:mod:`.sqlite_upgrade`) and its lexical text
+    re-indexed if an earlier version wrote it (``SqliteStore.refresh_search_text``).
+    ``episodic serve`` calls it before forking its workers, so each step runs once, in one
+    process, and no worker waits on another's or repeats it at its start."""
+    path = _data_dir(settings) / "episodic.db"
+    SqliteStore(path).close()
+    return path
+
+
+def _data_dir(settings: Settings) -> Path:
+    data_dir = settings.data_dir.expanduser().resolve()
+    if not data_dir.exists():
+        data_dir.mkdir(parents=True, mode=0o700)  # memories are private: owner-only from the start
+    return data_dir
+
+
+def build_local_service(
+    settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
+) -> MemoryService:
+    data_dir = _data_dir(settings)
+    embedder = embedder or MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
+    store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
+    return MemoryService(
+        store=store,
+        index=store,
+        archive=FolderArchive(data_dir / "archive"),
+        embedder=embedder,
+        notifier=LogReviewNotifier(),
+        summariser=ExtractiveSummariser(embedder),
+        compaction=store,
+        settings=settings,
+        clock=clock,
+        backend="local-sqlite",
+        closers=[store.close],
+    )

@@ -1,0 +1,49 @@
+"""What forgetting by retention leaves behind, whichever backend does the forgetting.
+
+An expired episode leaves the timeline; a compact record goes to the cold archive and an
+``episode.expired`` audit record says when, why and what (a content hash, never the text).
+The local sweep and the DynamoDB stream processor (TTL) both build that record here.
+
+One exception: a 24-hour digest (``session_summary``) is not archived. It repeats the text of
+the episodes it cites, and erasing one of those must erase the digest too; in the timeline the
+digest is found by its citations, but an archived copy could not be, and would keep erased
+text. A digest is derived data: once expired it is simply gone (and can be made again).
+
+Nor is a write still waiting for review: it was never admitted to memory, and a copy in the
+archive would be a way back (restore) that no reviewer approved. Its review, still open, finds
+no episode left: approving it activates nothing, denying it deletes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from episodic.domain.model import Episode, EventType, Status
+
+
+def content_hash(episode: Episode) -> str:
+    """A stable hash of what an episode held, kept in tombstones instead of the text."""
+    canonical = json.dumps(episode.to_json_dict(), sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def archived_on_expiry(episode: Episode) -> bool:
+    """Whether an expiring episode leaves a copy in the cold archive (see the module docstring)."""
+    return episode.event_type is not EventType.SESSION_SUMMARY and episode.status is not Status.PENDING_REVIEW
+
+
+def expiry_detail(episode: Episode, archive_key: str | None) -> dict[str, Any]:
+    """The ``detail`` of an ``episode.expired`` audit record (``archiveKey`` None: not archived)."""
+    detail: dict[str, Any] = {
+        "reason": "retention_expired",
+        "archiveKey": archive_key,
+        "contentHash": content_hash(episode),
+        "eventType": episode.event_type.value,
+        "occurredAt": episode.occurred_at.isoformat(),
+        "expiresAt": episode.retention.expires_at.isoformat() if episode.retention.expires_at else None,
+    }
+    if archive_key is None:
+        detail["archived"] = False
+    return detail

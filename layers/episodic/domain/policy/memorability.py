@@ -1,0 +1,277 @@
+"""Is anything in this text worth remembering? Judged sentence by sentence.
+
+People wrap facts in pleasantries: "Hey Tom, how's it going? I finally signed up for that
+pottery class on Thursdays". Judged whole, such a turn looks like chatter; judged by its
+sentences, one of them is a plan with a day in it. So the text is split into sentences (and
+the clauses a dash or a semicolon joins), each sentence is judged, and the text is
+``not_memorable`` only when every sentence is chatter.
+
+A sentence is *chatter* when it is a pleasantry (a greeting, thanks, an acknowledgement,
+laughter, a goodbye, a question about someone's day) or says too little to be a fact; it is
+*memorable* when it carries a fact's marks -- something that happened or will happen, a
+person, place or thing named, a number or a time, a plan, a preference, a decision, a
+disclosure -- judged by content words and shape, with the chatter classifier as the
+tie-breaker for short sentences. Every verdict is kept with its sentence's position, so a
+decision can say which sentence was judged what.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from episodic.domain import linear
+from episodic.domain.policy.chatter import ChatterClassifier
+from episodic.domain.policy.sensitivity import disclosures
+
+_SENTENCE_END = linear.compile(
+    r"(?P<stop>[.!?…])[\"')\]]*\s+|\n+|\s+[-\x{2013}\x{2014}]\s+|;\s+|(?P<paren>\))\s+(?P<capital>[A-Z])"
+)
+"""Where sentences and clauses end: after a full stop, a question or exclamation mark (and any
+closing quotes), at line breaks, dashes between spaces and semicolons, and between a closing
+parenthesis and a capital. The mark and the parenthesis stay with their sentence, the capital
+starts the next one (the groups say which part of a match is kept)."""
+_WORD = linear.compile(r"[A-Za-z\x{C0}-\x{FF}']+|\d+")
+_TIME = linear.compile(
+    r"\b(yesterday|today|tonight|tomorrow|last|next|ago|since|until|week(end)?s?|months?|years?|"
+    r"mon|tues|wednes|thurs|fri|satur|sun)(day)?\b|\b(january|february|march|april|may|june|july|august|"
+    r"september|october|november|december|spring|summer|autumn|fall|winter|christmas|easter)\b",
+    ignore_case=True,
+)
+_PLAN = linear.compile(
+    r"\b(?:i'll|we'll|i will|we will|(?:i'm|we're|i am|we are) (?:going to|planning|planning to)|gonna|"
+    r"plan(?:ning)?|book(?:ed)?|decided|signed up|propos(?:ed|ing))\b",
+    ignore_case=True,
+)
+"""A plan, a booking, a decision or a proposal: "I'll ask him properly", "Owen proposed"."""
+_PREFERENCE = linear.compile(
+    r"\b(?:i|we)(?:'d| would| really| do| don't| didn't)? (?:need|want|prefer|hate|can't stand|rather)\b",
+    ignore_case=True,
+)
+"""A want, a need or a dislike in the speaker's own words: "I need a night out", "we'd rather not"."""
+_PAST_EVENT = linear.compile(
+    r"\b(?:got|went|gone|sold|bought|won|lost|broke|broken|quit|had|began|begun|found|left|took|made|ran|"
+    r"drove|flew|wrote|built|fell|met|paid|spent|gave|brought|caught|chose|ate|drank|saw|came|became|grew|"
+    r"held|slept|woke|wore|sang|swam|rode|hurt|shut|stood|forgot|threw|tore|stole|[a-z]+[a-df-z]ed)\b"
+)
+"""A verb in the past tense, irregular or regular ("Sold the car", "Dad retired"): something
+happened. Matched on lower-cased content words only, so pleasantries ("missed", "excited") and
+the words of :data:`_NOT_EVENTS` never count."""
+_NOT_EVENTS = frozenset(
+    """
+    tired bored blessed obsessed pleased thrilled relieved delighted stoked chuffed amazed impressed
+    shocked confused annoyed interested worried scared stressed surprised touched honoured honored cursed
+    thanked greeted waved apologized apologised acknowledged replied responded answered asked sent
+    exchanged consisted contained expressed opened checked popped waited signed chatted laughed joked
+    smiled texted messaged wished complimented congratulated
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Past forms that say how someone feels ("thrilled") or narrate the conversation itself ("User
+thanked the assistant", "Exchanged pleasantries"), not something that happened in a life."""
+_CONVERSATION_WORDS = frozenset(
+    """
+    user users customer customers assistant agent lead greeting greetings pleasantries response reply
+    replies message messages chat conversation session emoji thumbs requests request tasks start
+    inconvenience everyone everybody someone nothing
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words of a sentence about the conversation rather than about the world: a past verb among
+only these ("Customer opened the chat") is no event."""
+_LIFE_EVENTS = frozenset(
+    """
+    engaged married pregnant expecting promoted retired graduated divorced separated hired fired
+    adopted born died widowed evicted
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words that are a life event on their own ("We're expecting!", "I'm engaged!")."""
+_FIRST_PERSON = linear.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", ignore_case=True)
+
+PLEASANTRY_WORDS = frozenset(
+    """
+    hi hey hello hiya yo howdy heya morning evening afternoon night goodnight gn gm bye goodbye cya
+    later soon talk ttyl xx x xo xoxo thanks thank thx ty cheers appreciate appreciated welcome np
+    problem ok okay k kk sure yes yeah yep yup ya no nope nah right alright fine cool nice great good
+    awesome amazing lovely wonderful fantastic brilliant perfect sweet wow omg oh ah aw aww ooh oof ugh
+    hmm haha hahaha lol lmao rofl hehe ha yay woo woohoo sorry miss missed long time see hear how what
+    hows whats how's what's going up new doing been you your u ur doin are is it was all well too so
+    very really much just totally absolutely definitely indeed same love glad happy sounds sound
+    like hope day weekend week care take have a the an and to of for with that this there here i me my
+    we our it its in on at be do did does can could would will that's it's there's i'm you're we're
+    they're he's she's don't can't won't didn't isn't wasn't i'll you'll we'll let's he she they them
+    him her his their anyway honestly seriously literally sending strength hugs proud crying cry
+    laughing dying dead mad crazy insane iconic legend bless poor god gosh jeez fair true deal luck
+    congrats congratulations jealous envious relief please rush worries worry stop typical ideas idea
+    update news tell told say said know think guess mean feel feeling keep let go going off back
+    out about then now still ever never again enjoy fun funny cute exciting excited tired busy
+    whole bit lot lots some any thing things whatever yikes eek hooray bravo fingers crossed
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words a pleasantry is made of; a sentence made only of these (and names) says nothing."""
+
+_PLEASANTRY_AFTER = {"course": "of"}
+"""Words that are a pleasantry only after another ("of course"), not alone ("the course")."""
+
+MIN_CONTENT_WORDS = 2
+"""Content words (outside the pleasantry vocabulary) a sentence needs before it can be a fact."""
+
+SUBSTANTIAL_CONTENT_WORDS = 5
+"""A sentence with this many content words says something, whatever its shape."""
+
+Verdict = Literal["memorable", "chatter"]
+
+
+@dataclass(frozen=True)
+class SentenceVerdict:
+    index: int
+    verdict: Verdict
+    why: str
+
+
+def _english(pattern: linear.Pattern, sentence: str) -> bool:
+    r"""Whether a pattern of English words finds them in ``sentence``, bounded as Python's Unicode
+    ``\b`` bounds them (:func:`linear.ascii_words`: not the ``u`` of "už")."""
+    return pattern.search(linear.ascii_words(sentence)) is not None
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences and dash- or semicolon-joined clauses of ``text``, stripped, non-empty."""
+    parts, start = [], 0
+    stop, paren, capital = (_SENTENCE_END.groupindex[g] for g in ("stop", "paren", "capital"))
+    for end in _SENTENCE_END.finditer(text):
+        cut, resume = end.start(), end.end()
+        if end.start(stop) >= 0:
+            cut = end.end(stop)  # the mark stays with its sentence
+        elif end.start(paren) >= 0:
+            cut, resume = end.end(paren), end.start(capital)
+        parts.append(text[start:cut])
+        start = resume
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def judge(text: str, event_type: str, classifier: ChatterClassifier) -> list[SentenceVerdict]:
+    """A verdict for every sentence of ``text``, in order."""
+    return [_judge_sentence(i, sentence, event_type, classifier) for i, sentence in enumerate(sentences(text))]
+
+
+def memorable(verdicts: list[SentenceVerdict]) -> bool:
+    return any(v.verdict == "memorable" for v in verdicts)
+
+
+def _judge_sentence(index: int, sentence: str, event_type: str, classifier: ChatterClassifier) -> SentenceVerdict:
+    if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
+        sentence = sentence.capitalize()
+    words = _WORD.findall(sentence)
+    content = [w for i, w in enumerate(words) if not _is_pleasantry(i, words) and not _is_vocative(i, words)]
+    if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
+        if not content:
+            return SentenceVerdict(index, "chatter", "pleasantry")
+        short = _short_personal_fact(sentence, words)
+        return (
+            SentenceVerdict(index, "memorable", short)
+            if short
+            else SentenceVerdict(index, "chatter", "too_little_content")
+        )
+    marks = _fact_marks(sentence, words, content)
+    if marks:
+        return SentenceVerdict(index, "memorable", marks)
+    if classifier.is_chatter(sentence, event_type):
+        return SentenceVerdict(index, "chatter", "classifier")
+    return SentenceVerdict(index, "memorable", "classifier")
+
+
+def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
+    """The strongest sign that the sentence states a fact, or '' when it shows none."""
+    if any(w.isdigit() for w in words):
+        return "number"
+    if disclosures(sentence):
+        return "disclosure"
+    if len(content) >= SUBSTANTIAL_CONTENT_WORDS:
+        return "substantial"
+    if _english(_TIME, sentence):
+        return "time"
+    if any(w[:1].isupper() and not w.isupper() and w in content for w in words[1:]):
+        return "named_thing"
+    if _english(_PLAN, sentence):
+        return "plan"
+    if _english(_PREFERENCE, sentence):
+        return "preference"
+    if _english(_FIRST_PERSON, sentence) and len(content) >= 3:
+        return "first_person_statement"
+    if _possessive_name(sentence):
+        return "named_thing"
+    if _past_event(sentence, content):
+        return "event"
+    return ""
+
+
+_ADDRESSED = linear.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|ur)\b", ignore_case=True)
+"""A question, or words to the listener: asking what happened ("Who won?") or answering their news
+("you ran a MARATHON") says no new past event of the speaker's own."""
+
+
+def _past_event(sentence: str, content: list[str]) -> bool:
+    """A past-tense verb and, beside it, a word about the world rather than the conversation, in a
+    sentence that is neither a question nor said about the listener."""
+    if _english(_ADDRESSED, sentence):
+        return False
+    lowered = [w.lower() for w in content]
+    verbs = [w for w in lowered if w not in _NOT_EVENTS and _PAST_EVENT.fullmatch(w)]
+    return bool(verbs) and any(w not in _CONVERSATION_WORDS and w != verbs[0] for w in lowered)
+
+
+_NOT_NAMES = frozenset(
+    """
+    who where when why which what how here there this that it he she one let everyone everybody
+    someone somebody anyone anybody nobody mine yours
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""Words that take a possessive 's at the start of a sentence without naming anyone ("Who's in?");
+"Today's" and the like never get here: a time is a mark of its own, checked first."""
+
+
+_POSSESSIVE_OPENING = linear.compile(r"^\W*([A-Z\x{C0}-\x{DE}][A-Za-z\x{C0}-\x{FF}-]*)['\x{2019}]s\b")
+
+
+def _possessive_name(sentence: str) -> bool:
+    """A sentence that opens with a capitalised possessive names someone or something ("Dingle's
+    even better", "Priya's moving to Leeds", with a straight or a curly apostrophe): a capital at
+    the start is no sign of a name, but the possessive form of a word that is not a pronoun or a
+    question word is."""
+    opening = _POSSESSIVE_OPENING.match(sentence)
+    return opening is not None and opening.group(1).lower() not in _NOT_NAMES
+
+
+def _short_personal_fact(sentence: str, words: list[str]) -> str:
+    """Few words can still be a fact about the speaker: where they will be when ("I'm off that
+    whole weekend"), what they want ("I need a night out"), a life event ("We're expecting!") or
+    a sensitive disclosure ("I'm bipolar.", "I have diabetes."), which the sensitive rules
+    classify rather than drop."""
+    if _english(_FIRST_PERSON, sentence) and _english(_TIME, sentence):
+        return "time"
+    if _english(_PREFERENCE, sentence):
+        return "preference"
+    if _english(_ADDRESSED, sentence):  # asking the listener, or about them, tells nothing new
+        return ""
+    if any(w.lower() in _LIFE_EVENTS for w in words):
+        return "event"
+    return "disclosure" if disclosures(sentence) else ""
+
+
+_GREETINGS = frozenset(["hi", "hey", "hello", "hiya", "heya", "morning", "evening", "night", "thanks", "thank"])
+
+
+def _is_pleasantry(position: int, words: list[str]) -> bool:
+    word = words[position].lower()
+    if word in PLEASANTRY_WORDS:
+        return True
+    before = _PLEASANTRY_AFTER.get(word)
+    return before is not None and position > 0 and words[position - 1].lower() == before
+
+
+def _is_vocative(position: int, words: list[str]) -> bool:
+    """A capitalised word right after a greeting ("Hey Tom", "Thanks Priya") or alone ("Kez!!")
+    names who is addressed, not a fact."""
+    if not words[position][:1].isupper():
+        return False
+    return len(words) == 1 or (position > 0 and words[position - 1].lower() in _GREETINGS)

@@ -1,0 +1,373 @@
+# ruff: noqa: RUF001 -- credential words in other languages and scripts
+"""Find and redact secrets and payment data before anything is stored.
+
+Credentials and card numbers must never reach the timeline, the index, the archive or
+the audit log in clear. Detection is deliberately conservative on card numbers (a digit
+run must pass the Luhn check, as every issuer's PAN does) and broad on credentials
+(well-known token prefixes, private-key blocks, and ``password: ...``-style pairs).
+Token formats follow the issuers' public documentation (AWS access key ids start with
+AKIA/ASIA; GitHub tokens with ghp_/gho_/ghu_/ghs_/ghr_/github_pat_; Slack tokens with
+xox?-; Stripe secret keys with sk_live_/rk_live_).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from episodic.domain import linear
+from episodic.domain.linear import Match
+
+_EDGE_BEFORE = r"(?:^|[^A-Za-z0-9])"
+"""A token starts after a character that is not an ASCII letter or digit (``_`` separates, unlike
+``\b``): a key inside a tag or an id (``key_AKIA...``) is found too. Consumed: every token
+pattern keeps the token itself in its group ``token``, and only that group is replaced."""
+
+_DIGIT_RUN = linear.compile(r"\d(?:[ ._/-]?\d){12,}")
+"""Digits in groups joined by single separators, 13 digits or more: where a card number can be."""
+_CARD_SEPARATORS = " ._/-"
+_NO_SEPARATORS = str.maketrans("", "", _CARD_SEPARATORS)
+_SEPARATORS_AS_SPACE = str.maketrans(_CARD_SEPARATORS, " " * len(_CARD_SEPARATORS))
+_CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
+"""Besides plain digit runs and groups of four, the Amex/Diners layouts."""
+CARD_DIGITS = (13, 19)
+
+_LABEL_WORDS = (
+    r"password|passwd|pwd|pw|passphrase|passcode|secret|api[_ -]?key|api[_ -]?secret|access[_ -]?token|"
+    r"auth[_ -]?token|refresh[_ -]?token|session[_ -]?token|client[_ -]?secret|(?:aws[_ ]?)?secret[_ ]?access[_ ]?key|"
+    r"secret[_ -]?key|private[_ -]?key|token|pin|cvv|cvc|otp|security\s+code|"
+    r"(?:wifi|wi-fi|wlan|db|database|admin|root|login|user|vpn|ssh|sftp|ftp|e?mail|smtp|router)[_ -]?pass(?:word)?"
+)
+_LABEL = (
+    r"(?i:\b(?:" + _LABEL_WORDS + r")\b)"
+    r"(?:\s*\([^)\n]{0,30}\)|\s+(?:for|on|of)\s+[^.:=\n]{1,40}?)?"
+)
+_VERB = r"\s+(?i:is|was|to)(?:\s+(?i:now|still|set\s+to|changed\s+to))?"
+_QUOTED = r"\"[^\"]{3,}\"|'[^']{3,}'"
+_STRONG_PAIR = linear.compile(
+    _LABEL + r"(?P<sep>[\"']?\s*(?::=|->|[:=])\s*|" + _VERB + r"\s*:\s*)(?P<value>" + _QUOTED + r"|[^\s,;]{3,})"
+)
+"""``password: x``, ``api_key=x``, ``password is: x`` -- an explicit separator: any value is secret."""
+_WEAK_PAIR = linear.compile(_LABEL + r"(?P<sep>" + _VERB + r"\s+)(?P<value>" + _QUOTED + r"|[^\s,;]{4,})")
+"""``password is x`` -- only a value that looks like a password (a digit or a symbol in it, see
+:func:`_weak_value`) counts, so "the password is changed monthly" stays as it is."""
+_PASSWORD_SYMBOLS = frozenset("!@#$%^&*+=?~")
+
+_CREDENTIAL_WORDS = linear.compile(
+    linear.START + r"(?P<word>(?i:password|passcode|passphrase|pin|pwd|pw|secret|key|token|credentials?"
+    # the same in the other languages the service meets
+    r"|passwort|kennwort|mot\s+de\s+passe|contraseña|contrasena|clave|senha|parola\s+d['’]ordine|пароль|wachtwoord"
+    r"|hasło|haslo|lösenord|losenord|şifre|sifre|parola))"
+    + linear.END
+    + r"|(?P<glued>密码|密碼|パスワード|비밀번호|كلمة\s+المرور)"
+)
+"""A credential word; in the same sentence after it (:data:`LABELLED_REACH` characters, no full
+stop or line break between), a token that mixes letters and digits is a credential: "the night
+lead confirmed passcode 77Delta-Fox91", "secret access key handed over on the call: XI8q6k..."
+(only tokens that look generated count, see :func:`_looks_generated`). Word edges are read in
+every script (:data:`episodic.domain.linear.START`)."""
+LABELLED_REACH = 60
+_TOKEN_RUN = linear.compile(r"[A-Za-z0-9/+=_.~!@#$%^&*-]{6,}")
+"""The characters a generated token is made of; a token is one whole run of them, six or more."""
+_SENTENCE_STOP = linear.compile(r"[.\n]")
+
+_AWS_SECRET = linear.compile(r"(?:^|[^A-Za-z0-9/+=])(?P<token>[A-Za-z0-9/+]{40})(?P<veto>[A-Za-z0-9/+=])?")
+"""An AWS secret access key is one whole run of base64's alphabet, 40 characters long, with no
+``=`` (and both cases and a digit, which git's 40-hex SHAs have not): a longer run is vetoed."""
+
+_PATTERNS: list[tuple[str, linear.Pattern]] = [
+    (
+        "private_key",
+        linear.compile(
+            r"(?P<token>-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))", dot_all=True
+        ),
+    ),
+    ("aws_access_key", linear.compile(_EDGE_BEFORE + r"(?P<token>(?:AKIA|ASIA)[0-9A-Z]{16})(?P<veto>[A-Za-z0-9])?")),
+    (
+        "github_token",
+        linear.compile(_EDGE_BEFORE + r"(?P<token>gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})"),
+    ),
+    ("gitlab_token", linear.compile(_EDGE_BEFORE + r"(?P<token>gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,})")),
+    ("slack_token", linear.compile(_EDGE_BEFORE + r"(?P<token>xox[abposr]-[A-Za-z0-9-]{10,})")),
+    ("slack_webhook", linear.compile(r"(?P<token>https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})")),
+    ("stripe_key", linear.compile(_EDGE_BEFORE + r"(?P<token>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})")),
+    ("anthropic_key", linear.compile(_EDGE_BEFORE + r"(?P<token>sk-ant-[A-Za-z0-9_-]{20,})")),
+    ("openai_key", linear.compile(_EDGE_BEFORE + r"(?P<token>sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,})")),
+    ("google_api_key", linear.compile(_EDGE_BEFORE + r"(?P<token>AIza[0-9A-Za-z_-]{35})")),
+    ("huggingface_token", linear.compile(_EDGE_BEFORE + r"(?P<token>hf_[A-Za-z0-9]{30,})")),
+    ("npm_token", linear.compile(_EDGE_BEFORE + r"(?P<token>npm_[A-Za-z0-9]{36})")),
+    ("pypi_token", linear.compile(_EDGE_BEFORE + r"(?P<token>pypi-[A-Za-z0-9_-]{50,})")),
+    ("sendgrid_key", linear.compile(_EDGE_BEFORE + r"(?P<token>SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")),
+    (
+        "jwt",
+        linear.compile(_EDGE_BEFORE + r"(?P<token>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
+    ),
+    ("bearer_token", linear.compile(r"(?P<token>(?i:\bbearer)\s+[A-Za-z0-9._~+/=-]{16,})")),
+]
+"""Every token kind: the token is group ``token``; a match whose ``veto`` took part is no token."""
+
+_URL_CREDENTIAL = linear.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<token>[^\s@/]{3,})@")
+"""``scheme://user:password@host`` (database URLs, brokers): the password part is a secret."""
+
+_SECRET_KEY_WORDS = frozenset(
+    {
+        "password", "passwd", "pwd", "pw", "passphrase", "passcode", "secret", "token", "pin", "cvv", "cvc",
+        "otp", "credential", "credentials", "authorization", "apikey", "privatekey", "secretkey", "cardnumber",
+        "clientsecret", "accesstoken", "refreshtoken", "sessiontoken", "authtoken", "idtoken", "apisecret",
+        "secretaccesskey", "passwort", "kennwort", "motdepasse", "contrasena", "contraseña", "senha", "wachtwoord",
+        "haslo", "hasło", "losenord", "lösenord", "sifre", "şifre", "parola", "пароль",
+    }
+)  # fmt: skip
+"""Key names that make their value a secret, whatever it looks like (``{"password": "hunter2"}``)."""
+_KEY_WORD = linear.compile(r"[A-Z]+[a-z]*|[a-z]+|\d+")
+"""A key's words: camelCase humps, lower-case runs, numbers (``APIKey`` is split by :func:`_key_words`)."""
+
+
+def luhn_valid(digits: str) -> bool:
+    """The Luhn (mod 10) check that every payment card number passes."""
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2 == 1:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    kinds: tuple[str, ...]
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret in ``text`` with ``[REDACTED:<kind>]`` and say which kinds were found.
+
+    Each step reads the text once (RE2, and Python over the runs it finds), so the whole is linear
+    in the text's length; a step sees the text as the steps before it left it."""
+    kinds: list[str] = []
+    text = _redact_cards(text, kinds)
+    for kind, pattern in _PATTERNS:
+
+        def _token(match: Match, kind: str = kind) -> str | None:
+            if match.groupdict().get("veto") is not None:
+                return None
+            kinds.append(kind)
+            return f"[REDACTED:{kind}]"
+
+        text = linear.replace_group(pattern, text, _token, "token", english(text) if kind == "bearer_token" else None)
+
+    for pair, weak in ((_STRONG_PAIR, False), (_WEAK_PAIR, True)):
+        text = _redact_pairs(pair, text, weak, kinds)
+
+    def _url(match: Match) -> str:
+        kinds.append("connection_string")
+        return "[REDACTED:credential]"
+
+    text = linear.replace_group(_URL_CREDENTIAL, text, _url, "token", english(text))
+    text = _redact_labelled_tokens(text, kinds)
+    text = _redact_aws_secrets(text, kinds)
+    return Redacted(text=text, kinds=tuple(dict.fromkeys(kinds)))
+
+
+_TURKISH_I = str.maketrans({"\u0130": "i", "\u0131": "i"})
+
+
+def probe(text: str) -> str:
+    """``text`` with the Turkish dotted capital and dotless i as ``i``, one character for one, so a
+    match's spans are the text's: Turkish writes "PİN" and "şifre" in capitals as "ŞİFRE", and
+    RE2's case folding (unlike Python's) leaves both letters apart from ``i``."""
+    return text.translate(_TURKISH_I)
+
+
+def english(text: str) -> str:
+    """What the patterns of English labels read: :func:`probe`, then every other letter outside
+    ASCII as ``_`` (:func:`episodic.domain.linear.ascii_words`), so ``\\b`` bounds the labels as Python's
+    Unicode ``\\b`` would."""
+    return linear.ascii_words(probe(text))
+
+
+def _redact_pairs(pattern: linear.Pattern, text: str, weak: bool, kinds: list[str]) -> str:
+    """``password: x`` and the like: the value is replaced, the label stays (the memory still says
+    *that* a credential was given). A weak pair's value must look like a password."""
+    value = pattern.groupindex["value"]
+
+    def _pair(match: Match) -> str | None:
+        found = text[match.start(value) : match.end(value)]
+        if is_masked(found) or (weak and not _weak_value(found)):
+            return None
+        kinds.append("credential_pair")
+        return "[REDACTED:credential]"
+
+    return linear.replace_group(pattern, text, _pair, value, english(text))
+
+
+def _weak_value(value: str) -> bool:
+    """A value after "is" that looks like a password: quoted, or holding a digit or a symbol."""
+    return value[:1] in "\"'" or any(c.isdigit() or c in _PASSWORD_SYMBOLS for c in value)
+
+
+def _redact_cards(text: str, kinds: list[str]) -> str:
+    r"""Every card number: in each run of digit groups, from each group on, the longest stretch of
+    whole groups holding 13 to 19 digits is a candidate (as a pattern with ``(?<!\d)`` and
+    ``(?!\d)`` around 13-19 digits reads it); a candidate laid out like a card that passes the
+    Luhn check is replaced. At most 19 groups are looked at from each group: linear."""
+    pieces: list[str] = []
+    kept = 0
+    for run in _DIGIT_RUN.finditer(text):
+        lengths = [len(group) for group in run.group(0).translate(_SEPARATORS_AS_SPACE).split(" ")]
+        starts = [run.start()]
+        for length in lengths[:-1]:
+            starts.append(starts[-1] + length + 1)  # one separator between groups
+        i = 0
+        while i < len(lengths):
+            j, digits, best = i, 0, None
+            while j < len(lengths) and digits + lengths[j] <= CARD_DIGITS[1]:
+                digits += lengths[j]
+                if digits >= CARD_DIGITS[0]:
+                    best = j
+                j += 1
+            if best is None:
+                i += 1
+                continue
+            start, end = starts[i], starts[best] + lengths[best]
+            candidate = text[start:end]
+            if _card_like(candidate) and luhn_valid(candidate.translate(_NO_SEPARATORS)):
+                kinds.append("payment_card")
+                pieces += [text[kept:start], "[REDACTED:payment_card]"]
+                kept = end
+            i = best + 1
+    return "".join([*pieces, text[kept:]]) if pieces else text
+
+
+def _redact_labelled_tokens(text: str, kinds: list[str]) -> str:
+    """A generated-looking token within :data:`LABELLED_REACH` characters after a credential word,
+    in the same sentence. The token runs and sentence stops are found once, and each credential
+    word looks only at the runs within its reach."""
+    index = _CREDENTIAL_WORDS.groupindex
+    words = [
+        (m.start(), max(m.end(index["word"]), m.end(index["glued"]))) for m in _CREDENTIAL_WORDS.finditer(probe(text))
+    ]
+    if not words:
+        return text
+    runs = [(m.start(), m.end()) for m in _TOKEN_RUN.finditer(text)]
+    starts = [start for start, _ in runs]
+    stops = [m.start() for m in _SENTENCE_STOP.finditer(text)]
+    replaced: list[tuple[int, int]] = []
+    consumed = 0
+    for word_start, word_end in words:
+        if word_start < consumed:
+            continue
+        reach = word_end + LABELLED_REACH
+        stop = bisect.bisect_left(stops, word_end)
+        if stop < len(stops):
+            reach = min(reach, stops[stop])
+        for run in range(bisect.bisect_left(starts, word_end), len(runs)):
+            start, end = runs[run]
+            if start > reach:
+                break
+            if _token_at(text, start, end):
+                consumed = end
+                token = text[start:end]
+                if "REDACTED" not in token and not is_masked(token) and _looks_generated(token):
+                    replaced.append((start, end))
+                break
+    if not replaced:
+        return text
+    kinds.append("credential_pair")
+    pieces, kept = [], 0
+    for start, end in replaced:
+        pieces += [text[kept:start], "[REDACTED:credential]"]
+        kept = end
+    return "".join([*pieces, text[kept:]])
+
+
+def _token_at(text: str, start: int, end: int) -> bool:
+    """Whether the run ``text[start:end]`` is a whole token: six characters or more, letters and
+    digits both, and no word character of any script glued to either end."""
+    if end - start < 6 or (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+        return False
+    token = text[start:end]
+    return any(c.isdigit() for c in token) and any(c.isascii() and c.isalpha() for c in token)
+
+
+def _redact_aws_secrets(text: str, kinds: list[str]) -> str:
+    def _secret(match: Match) -> str | None:
+        if match.group("veto") is not None or not _mixed(match.group("token")):
+            return None
+        kinds.append("aws_secret_key")
+        return "[REDACTED:aws_secret_key]"
+
+    return linear.replace_group(_AWS_SECRET, text, _secret, "token")
+
+
+def _mixed(token: str) -> bool:
+    return any(c.islower() for c in token) and any(c.isupper() for c in token) and any(c.isdigit() for c in token)
+
+
+_MASK = linear.compile(r"^[\"']?[*•xX#]{3,}[\"']?$|\*{3,}|•{3,}|\.\.\.|…|(?i:redacted|masked|hidden)")
+
+
+def is_masked(value: str) -> bool:
+    """Already hidden (``********``, ``sk_live_...4f2a``, ``****4242``, ``<redacted>``): nothing to redact."""
+    return bool(_MASK.search(value))
+
+
+def _looks_generated(token: str) -> bool:
+    """Letters and digits mixed the way people and generators make passwords (``77Delta-Fox91``,
+    ``azul-mar-7731``), not the way ids and versions look (``v2``, ``INV-2026``, ``ft-0921``):
+    at least three character classes, or twelve characters or more with letters and digits."""
+    classes = sum(
+        (
+            any("a" <= c <= "z" for c in token),
+            any("A" <= c <= "Z" for c in token),
+            any(c.isdigit() for c in token),
+            any(not (c.isascii() and c.isalnum()) for c in token),
+        )
+    )
+    letters = sum(c.isalpha() for c in token)
+    return (classes >= 3 and letters >= 2 and len(token) >= 8) or (len(token) >= 12 and classes >= 2)
+
+
+def _card_like(candidate: str) -> bool:
+    """A card number: 13-19 digits from a card network's range (2-6), as one run or grouped like a card."""
+    digits = candidate.translate(_NO_SEPARATORS)
+    if not 13 <= len(digits) <= 19 or digits[0] not in "23456":
+        return False
+    used = {c for c in candidate if c in _CARD_SEPARATORS}
+    if len(used) > 1:
+        return False  # one card is written with one kind of separator
+    if not used:
+        return True
+    groups = tuple(len(g) for g in candidate.split(used.pop()))
+    return (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or groups in _CARD_GROUPINGS
+
+
+def _key_words(key: str) -> list[str]:
+    """``"dbAPIKey"`` -> ``["db", "api", "key"]``: an upper-case run before a capitalised word
+    gives its last capital to that word."""
+    words: list[str] = []
+    for part in _KEY_WORD.findall(key):
+        capitals = len(part) - len(part.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+        if capitals > 1 and capitals < len(part):
+            words += [part[: capitals - 1], part[capitals - 1 :]]
+        else:
+            words.append(part)
+    return [w.lower() for w in words]
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key names a credential (``password``, ``apiKey``, ``client_secret``, ``db-pin``):
+    its last word, or its last two words run together, is a credential word."""
+    if "".join(c for c in key.lower() if c.isalnum()) in _SECRET_KEY_WORDS:  # also keys in other scripts
+        return True
+    words = _key_words(key)
+    if not words:
+        return False
+    return (
+        words[-1] in _SECRET_KEY_WORDS
+        or "".join(words[-2:]) in _SECRET_KEY_WORDS
+        or ("".join(words[-3:]) in _SECRET_KEY_WORDS)
+    )

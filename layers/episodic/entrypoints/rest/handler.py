@@ -1,0 +1,52 @@
+"""The API's entry points: the Lambda handler behind API Gateway, and the one ``episodic serve``
+calls for every local request (the same application; only the logger's keys are kept per thread)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from episodic.entrypoints.rest import console, routes  # noqa: F401  (registers the routes on the app)
+from episodic.entrypoints.rest.app import app, logger
+
+JSON_MEDIA_TYPES = ("application/json", "application/problem+json")
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The API speaks JSON only: a body in any other media type (a form, a multipart upload with
+    or without its boundary), or a write that declares one even with an empty body, is refused
+    with 415 before anything tries to parse it. No ``Content-Type`` reads as JSON."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    declared = str(event.get("httpMethod") or "").upper() in WRITE_METHODS and headers.get("content-type")
+    if not event.get("body") and not declared:
+        return None
+    media_type = str(headers.get("content-type") or "application/json").split(";")[0].strip().lower()
+    if media_type in JSON_MEDIA_TYPES:
+        return None
+    body = {"error": "unsupported_media_type", "message": "request bodies must be application/json"}
+    return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The Lambda entry point: one request per process, so the logger's keys (the request id,
+    cold start, the function) are set for the whole process, as Powertools does."""
+    return _respond(event, context)
+
+
+def concurrent_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The entry point ``episodic serve`` calls from many threads at once: the same application,
+    with the request id kept in thread-local logger keys so a log line names its own request."""
+    request_id = (event.get("requestContext") or {}).get("requestId")
+    logger.thread_safe_append_keys(correlation_id=request_id)
+    try:
+        return _respond(event, context)
+    finally:
+        logger.thread_safe_clear_keys()
+
+
+def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _unsupported_media_type(event) or app.resolve(event, context)
