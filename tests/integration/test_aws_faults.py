@@ -43,8 +43,8 @@ from episodic.adapters.opensearch.scoped import DynamoScopedIndex
 from episodic.adapters.s3.archive import S3ColdArchive
 from episodic.application.ports import Scope
 from episodic.bootstrap.aws import build_aws_service
+from episodic.bootstrap.aws import stream_processor as build_stream_processor
 from episodic.domain.errors import StorageError
-from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
 from episodic.entrypoints.server.http import LocalLambdaContext
 from functions import api, stream
 from tests.support.factories import at
@@ -297,7 +297,7 @@ def stream_processor(aws) -> Iterator[None]:
     settings = aws.settings
     store = DynamoTimelineStore(aws.resources["dynamodb"], settings.timeline_table, settings.audit_table)
     archive = S3ColdArchive(aws.resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
-    stream.set_stream_processor(TimelineStreamProcessor(store=store, archive=archive))
+    stream.set_stream_processor(build_stream_processor(store, archive))
     yield
     stream.set_stream_processor(None)
 

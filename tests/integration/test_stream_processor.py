@@ -16,8 +16,8 @@ from episodic.adapters.dynamodb import tables
 from episodic.adapters.dynamodb.store import DynamoTimelineStore
 from episodic.adapters.s3.archive import S3ColdArchive
 from episodic.application.ports import AuditQuery
+from episodic.bootstrap.aws import stream_processor as build_stream_processor
 from episodic.domain.forgetting.pseudonyms import actor_pseudonym
-from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
 from functions import stream
 from tests.support.factories import AGENT, proposal
 
@@ -34,7 +34,7 @@ def wired(aws_resources):
     settings = aws_resources["settings"]
     store = DynamoTimelineStore(aws_resources["dynamodb"], settings.timeline_table, settings.audit_table)
     archive = S3ColdArchive(aws_resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
-    stream.set_stream_processor(TimelineStreamProcessor(store=store, archive=archive))
+    stream.set_stream_processor(build_stream_processor(store, archive))
     yield store, archive
     stream.set_stream_processor(None)
 

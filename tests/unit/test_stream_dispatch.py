@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from episodic.adapters.dynamodb.images import StreamImages
+from episodic.application.usecases.expiry import Expiry
 from episodic.domain.errors import ConflictError
 from episodic.entrypoints.dynamodb_stream.processor import PoisonRecordError, TimelineStreamProcessor, is_ttl_removal
 
@@ -60,7 +62,12 @@ def parts():
         RecordingArchiveTestDouble(),
         AuditOnlyStoreTestDouble(),
     )
-    return projection, archive, store, TimelineStreamProcessor(store=store, archive=archive, projection=projection)
+    return (
+        projection,
+        archive,
+        store,
+        TimelineStreamProcessor(images=StreamImages(), expiry=Expiry(store, archive), projection=projection),
+    )
 
 
 def test_given_an_insert_when_processed_then_the_episode_and_its_vector_are_projected(parts):

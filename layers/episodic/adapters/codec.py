@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+from episodic.application.ports import Vector
 from episodic.domain.errors import InvalidRequestError
 
 _INT64 = 2**63
@@ -62,11 +63,12 @@ def _fits(value: Any, kind: type) -> bool:
     return False
 
 
-def pack_vector(vector: Sequence[float] | npt.ArrayLike) -> bytes:
-    """A vector as the float32 bytes the stores keep."""
+def pack_vector(vector: Vector) -> bytes:
+    """A vector (a list of floats or an array) as the float32 bytes the stores keep."""
     import numpy as np  # on first use: the API's cold start need not pay for it
 
-    return np.asarray(vector, dtype="<f4").tobytes()
+    array = vector if isinstance(vector, np.ndarray) else list(vector)
+    return np.asarray(array, dtype="<f4").tobytes()
 
 
 def unpack_vector(raw: bytes | memoryview) -> npt.NDArray[np.float32]:

@@ -36,6 +36,7 @@ from episodic.application.usecases.reviews import Reviews
 from episodic.application.usecases.summarisation import Summarisation
 from episodic.application.usecases.writes import Writes
 from episodic.domain.model import (
+    AuditAction,
     AuditRecord,
     BusyActor,
     Caller,
@@ -253,7 +254,7 @@ class MemoryService:
         caller: Caller,
         *,
         event_id: str | None = None,
-        action: str | None = None,
+        action: AuditAction | None = None,
         since: datetime | None = None,
         limit: int = 100,
         cursor: str | None = None,

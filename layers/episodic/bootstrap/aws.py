@@ -18,9 +18,20 @@ from episodic.adapters.opensearch.fallback import FallbackRecallIndex
 from episodic.adapters.opensearch.scoped import DynamoScopedIndex
 from episodic.adapters.s3.archive import S3ColdArchive
 from episodic.adapters.stepfunctions.review_workflow import StepFunctionsReviewWorkflow
-from episodic.application.ports import Clock, Embedder, RecallIndex, ReviewNotifier, ReviewTokens, Summariser
+from episodic.application.ports import (
+    Clock,
+    ColdArchive,
+    Embedder,
+    EpisodeStore,
+    RecallIndex,
+    RecallProjection,
+    ReviewNotifier,
+    ReviewTokens,
+    Summariser,
+)
 from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
+from episodic.application.usecases.expiry import Expiry
 
 if TYPE_CHECKING:
     from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
@@ -174,18 +185,25 @@ def review_tokens_from_settings(settings: Settings) -> ReviewTokens:
 
 
 def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcessor:
-    """What the stream function builds once per container: the timeline store (for audit
-    records), the S3 archive, and the OpenSearch projection when an endpoint is configured."""
+    """What the stream function builds once per container: the expiry rule over the timeline
+    store (for audit records) and the S3 archive, the stream image reader, and the OpenSearch
+    projection when an endpoint is configured."""
     import boto3
 
+    store = DynamoTimelineStore(
+        boto3.client("dynamodb", region_name=settings.aws_region), settings.timeline_table, settings.audit_table
+    )
+    archive = S3ColdArchive(
+        boto3.client("s3", region_name=settings.aws_region), settings.archive_bucket, settings.archive_kms_key_id
+    )
+    return stream_processor(store, archive, opensearch_index(settings, ensure=True))
+
+
+def stream_processor(
+    store: EpisodeStore, archive: ColdArchive, projection: RecallProjection | None = None
+) -> TimelineStreamProcessor:
+    """The stream processor over a timeline store and an archive (tests pass moto's)."""
+    from episodic.adapters.dynamodb.images import StreamImages
     from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
 
-    return TimelineStreamProcessor(
-        store=DynamoTimelineStore(
-            boto3.client("dynamodb", region_name=settings.aws_region), settings.timeline_table, settings.audit_table
-        ),
-        archive=S3ColdArchive(
-            boto3.client("s3", region_name=settings.aws_region), settings.archive_bucket, settings.archive_kms_key_id
-        ),
-        projection=opensearch_index(settings, ensure=True),
-    )
+    return TimelineStreamProcessor(images=StreamImages(), expiry=Expiry(store, archive), projection=projection)

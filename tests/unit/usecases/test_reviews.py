@@ -11,9 +11,9 @@ import pytest
 from episodic.application.ports import AuditQuery
 from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.erasure import Erasure
-from episodic.application.usecases.reviews import TIMEOUT_PRINCIPAL, Reviews
+from episodic.application.usecases.reviews import Reviews
 from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
-from episodic.domain.model import Caller, ReviewStatus, Role, Status
+from episodic.domain.model import Caller, ReviewStatus, Role, Status, SystemActor
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, proposal
 
 OTHER_OPERATOR = Caller(tenant_id="globex", role=Role.OPERATOR, principal_id="operator:globex")
@@ -107,10 +107,10 @@ def test_given_reviews_of_different_ages_when_timed_out_then_only_the_stale_ones
     assert store.get_review("acme", recent.review_id).status is ReviewStatus.PENDING
     assert store.get_review("globex", elsewhere.review_id).status is ReviewStatus.PENDING
     assert [(r.review_id, r.status, r.reviewer) for r in notifier.decided] == [
-        (stale.review_id, ReviewStatus.EXPIRED, TIMEOUT_PRINCIPAL)
+        (stale.review_id, ReviewStatus.EXPIRED, SystemActor.REVIEW_TIMEOUT)
     ]
     records, _ = store.audit(AuditQuery(tenant_id="acme", action="review.expired"))
-    assert records[0].principal_id == TIMEOUT_PRINCIPAL and records[0].event_id == stale.event_id
+    assert records[0].principal_id == SystemActor.REVIEW_TIMEOUT and records[0].event_id == stale.event_id
     later = clock.now() + timedelta(seconds=1)
     assert reviews.time_out(later, limit=10) == 2  # the other tenant's too: the sweep is service-wide
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from episodic.application.ports import AuditQuery
 from episodic.application.usecases.deps import Deps, require_operator
-from episodic.domain.model import AuditRecord, Caller, Health, WritesStatus
+from episodic.domain.model import AuditAction, AuditRecord, Caller, Health, WritesStatus
 
 
 class Admin:
@@ -20,7 +20,7 @@ class Admin:
         caller: Caller,
         *,
         event_id: str | None = None,
-        action: str | None = None,
+        action: AuditAction | None = None,
         since: datetime | None = None,
         limit: int = 100,
         cursor: str | None = None,
@@ -35,7 +35,7 @@ class Admin:
         """The operator kill-switch: disables writes for the tenant; recall keeps working."""
         require_operator(caller)
         now = self.deps.clock.now()
-        action = "writes.enabled" if enabled else "writes.disabled"
+        action = AuditAction.WRITES_ENABLED if enabled else AuditAction.WRITES_DISABLED
         self.deps.tenants.set_writes_enabled(
             caller.tenant_id, enabled, self.deps.audit(caller, action, now, None, None, reason=reason)
         )

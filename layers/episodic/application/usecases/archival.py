@@ -7,10 +7,11 @@ from datetime import datetime, timedelta
 
 from episodic.application.ports import Changes, NewEpisode, StatsChange, StatusChange
 from episodic.application.usecases.deps import Deps, require_operator
+from episodic.application.usecases.expiry import Expiry, ExpiryOutcome
 from episodic.domain.errors import ConflictError, InvalidRequestError, NotFoundError
-from episodic.domain.forgetting.expiry import archived_on_expiry, content_hash, expiry_detail
+from episodic.domain.forgetting.expiry import content_hash
 from episodic.domain.forgetting.retention import retention_score
-from episodic.domain.model import Caller, Episode, ForgetReport, Role, Status
+from episodic.domain.model import AuditAction, Caller, Episode, ForgetReport, Role, Status, SystemActor
 
 
 class Archival:
@@ -18,20 +19,15 @@ class Archival:
         self.deps = deps
 
     def expire(self, now: datetime, limit: int) -> int:
-        """Move episodes whose retention has passed to the cold archive (a digest is only audited,
-        see :mod:`episodic.domain.forgetting.expiry`); returns how many. In AWS, TTL and the
-        stream processor do this."""
+        """Move episodes whose retention has passed to the cold archive (by the one rule of
+        :class:`~episodic.application.usecases.expiry.Expiry`); returns how many. In AWS, TTL
+        and the stream processor do this."""
         deps = self.deps
+        expiry = Expiry(deps.episodes, deps.archive)
         expired = 0
         for episode in deps.scans.expired_episodes(now, limit):
-            key = deps.archive.put(episode, "retention_expired", now) if archived_on_expiry(episode) else None
-            system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:sweep")
-            audit = deps.audit(system, "episode.expired", now, episode.event_id, None, **expiry_detail(episode, key))
-            try:
-                deps.episodes.apply(Changes(tenant_id=episode.tenant_id, delete=[episode.event_id], audit=[audit]))
-                expired += 1
-            except ConflictError:
-                continue
+            outcome = expiry.record_expiry(episode, now, by=SystemActor.SWEEP, audit_id=deps.ids(now), removed=False)
+            expired += outcome is not ExpiryOutcome.CHANGED
         return expired
 
     def forget(self, *, dry_run: bool = False, cursor: str | None = None, page_size: int = 500) -> ForgetReport:
@@ -58,9 +54,9 @@ class Archival:
         archived = []
         for episode, score in chosen:
             key = deps.archive.put(episode, "relevance_decay", now)
-            system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id="system:decay-sweep")
+            system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id=SystemActor.DECAY_SWEEP)
             audit = deps.audit(
-                system, "episode.archived", now, episode.event_id, None, reason="relevance_decay",
+                system, AuditAction.EPISODE_ARCHIVED, now, episode.event_id, None, reason="relevance_decay",
                 retentionScore=score, archiveKey=key, contentHash=content_hash(episode),
                 lastAccessedAt=(episode.last_accessed_at or episode.recorded_at).isoformat(),
             )  # fmt: skip
@@ -126,7 +122,7 @@ class Archival:
         vector = deps.embedder.embed([episode.search_text()])[0]
         audit = deps.audit(
             caller,
-            "episode.restored",
+            AuditAction.EPISODE_RESTORED,
             now,
             event_id,
             None,
@@ -153,7 +149,9 @@ class Archival:
     def _unarchive(self, caller: Caller, episode: Episode, now: datetime) -> Episode:
         """An episode archived by relevance decay goes back to ``active`` where it stands."""
         deps = self.deps
-        audit = deps.audit(caller, "episode.restored", now, episode.event_id, None, archivedReason="relevance_decay")
+        audit = deps.audit(
+            caller, AuditAction.EPISODE_RESTORED, now, episode.event_id, None, archivedReason="relevance_decay"
+        )
         deps.episodes.apply(
             Changes(
                 tenant_id=caller.tenant_id,

@@ -27,6 +27,7 @@ from episodic.domain.model import (
     RememberResult,
     Role,
     SourceTrust,
+    SystemActor,
 )
 from episodic.domain.model.conversations import SessionHandoff, Turn, TurnResult, TurnsRequest, TurnsResult
 
@@ -100,7 +101,7 @@ class Conversations:
         system = Caller(
             tenant_id=caller.tenant_id,
             role=Role.AGENT,
-            principal_id="system:session-handoff",
+            principal_id=SystemActor.SESSION_HANDOFF,
             provenance=ProposedBy.WORKFLOW,
         )
         key = f"handoff:{session_id}:{request.turns[-1].turn_id}"  # a retried close is a replay

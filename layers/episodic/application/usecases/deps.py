@@ -35,7 +35,7 @@ from episodic.application.ports import (
 from episodic.application.settings import Settings
 from episodic.domain.access import may_read
 from episodic.domain.errors import ForbiddenError, NotFoundError
-from episodic.domain.model import AuditRecord, Caller, Episode, PolicyDecision
+from episodic.domain.model import AuditAction, AuditRecord, Caller, Episode, PolicyDecision
 from episodic.domain.policy import WritePolicy
 from episodic.domain.recall.ranking import Ranker
 
@@ -99,7 +99,7 @@ class Deps:
     def audit(
         self,
         caller: Caller,
-        action: str,
+        action: AuditAction,
         now: datetime,
         event_id: str | None,
         decision: PolicyDecision | None,

@@ -11,7 +11,7 @@ from episodic.application.usecases.deps import Deps, hash_text, require_operator
 from episodic.domain.access import require_changeable
 from episodic.domain.errors import ForbiddenError, NotFoundError
 from episodic.domain.forgetting.expiry import content_hash
-from episodic.domain.model import Caller, Episode, ErasureResult
+from episodic.domain.model import AuditAction, Caller, Episode, ErasureResult
 
 
 class Erasure:
@@ -43,7 +43,7 @@ class Erasure:
         now = deps.clock.now()
         erased = deps.audit(
             caller,
-            "actor.erased",
+            AuditAction.ACTOR_ERASED,
             now,
             None,
             None,
@@ -70,7 +70,7 @@ class Erasure:
                 changes.audit.append(
                     deps.audit(
                         caller,
-                        "episode.erased",
+                        AuditAction.EPISODE_ERASED,
                         now,
                         event_id,
                         None,

@@ -6,7 +6,7 @@ from episodic.application.ports import Changes, StatsChange
 from episodic.application.usecases.deps import Deps, hash_text
 from episodic.domain.access import require_changeable
 from episodic.domain.forgetting.retention import retention_score
-from episodic.domain.model import Caller, Episode
+from episodic.domain.model import AuditAction, Caller, Episode
 
 
 class Feedback:
@@ -26,7 +26,7 @@ class Feedback:
         )
         audit = deps.audit(
             caller,
-            "feedback.recorded",
+            AuditAction.FEEDBACK_RECORDED,
             now,
             event_id,
             None,

@@ -17,6 +17,7 @@ from episodic.application.usecases.deps import Deps, require_operator
 from episodic.application.usecases.reads import scope_for
 from episodic.domain.forgetting.retention import retention_score
 from episodic.domain.model import (
+    AuditAction,
     AuditRecord,
     Caller,
     DayCount,
@@ -44,7 +45,7 @@ DUE_WITHIN_DAYS = 7
 
 PAGE = 500
 
-WRITE_ACTIONS = {"episode.written": "allowed", "episode.review_requested": "review"}
+WRITE_ACTIONS = {AuditAction.EPISODE_WRITTEN: "allowed", AuditAction.EPISODE_REVIEW_REQUESTED: "review"}
 
 
 class Overview:
@@ -119,9 +120,9 @@ class Overview:
 
 def _count(record: AuditRecord, decisions: Counter[tuple[str, str]], recalls: Counter[tuple[str, str]]) -> None:
     day = record.at.date().isoformat()
-    if record.action == "recall.served":
+    if record.action is AuditAction.RECALL_SERVED:
         recalls[(day, "recalls")] += 1
-    elif record.action == "episode.denied":
+    elif record.action is AuditAction.EPISODE_DENIED:
         for reason in record.reasons or ["denied"]:
             decisions[(day, f"denied: {reason}")] += 1
     elif record.action in WRITE_ACTIONS:

@@ -20,6 +20,7 @@ from episodic.application.usecases.replies import replies_to, session_turns, shi
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
 from episodic.domain.errors import ForbiddenError, StorageError
 from episodic.domain.model import (
+    AuditAction,
     AuditRecord,
     Caller,
     Episode,
@@ -272,7 +273,7 @@ class Reads:
             audit_id=recall_id,
             tenant_id=caller.tenant_id,
             at=now,
-            action="recall.served",
+            action=AuditAction.RECALL_SERVED,
             principal_id=caller.principal_id,
             detail={
                 "eventIds": list(returned),

@@ -10,9 +10,7 @@ from episodic.application.ports import Changes, ReviewChange, StatusChange
 from episodic.application.usecases.deps import Deps, hash_text, require_operator
 from episodic.application.usecases.writes import Writes
 from episodic.domain.errors import ConflictError, NotFoundError
-from episodic.domain.model import Caller, Review, ReviewStatus, ReviewView, Role, Status
-
-TIMEOUT_PRINCIPAL = "system:review-timeout"
+from episodic.domain.model import AuditAction, Caller, Review, ReviewStatus, ReviewView, Role, Status, SystemActor
 
 
 class Reviews:
@@ -46,9 +44,9 @@ class Reviews:
             return "unknown"
         if review.status is not ReviewStatus.PENDING:
             return review.status.value
-        system = Caller(tenant_id=tenant_id, role=Role.OPERATOR, principal_id=TIMEOUT_PRINCIPAL)
+        system = Caller(tenant_id=tenant_id, role=Role.OPERATOR, principal_id=SystemActor.REVIEW_TIMEOUT)
         try:
-            self._close(system, review, ReviewStatus.EXPIRED, TIMEOUT_PRINCIPAL, "review timed out: denied")
+            self._close(system, review, ReviewStatus.EXPIRED, SystemActor.REVIEW_TIMEOUT, "review timed out: denied")
         except ConflictError:
             return "closed-concurrently"
         return "expired"
@@ -77,7 +75,7 @@ class Reviews:
         changes.audit.append(
             deps.audit(
                 caller,
-                f"review.{outcome.value}",
+                AuditAction(f"review.{outcome.value}"),
                 now,
                 review.event_id,
                 None,

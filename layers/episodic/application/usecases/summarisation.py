@@ -27,6 +27,7 @@ from episodic.domain.model import (
     Retention,
     Role,
     SourceTrust,
+    SystemActor,
 )
 
 SUMMARY_MAX_SOURCES = 50
@@ -51,7 +52,7 @@ class Summarisation:
         """Write a digest of one actor's window whose sourceRefs cite every event it summarises;
         the idempotency key makes a re-run of the same window a replay, not a copy."""
         caller = Caller(
-            tenant_id=tenant_id, role=Role.AGENT, principal_id="system:summariser", provenance=ProposedBy.WORKFLOW
+            tenant_id=tenant_id, role=Role.AGENT, principal_id=SystemActor.SUMMARISER, provenance=ProposedBy.WORKFLOW
         )
         sources = self._sources(caller, actor_id, window_start, window_end)
         if len(sources) <= self.deps.settings.summary_min_events:

@@ -18,6 +18,7 @@ from episodic.domain.access import require_changeable, require_covered
 from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError, WritesDisabledError
 from episodic.domain.forgetting.retention import retention_score
 from episodic.domain.model import (
+    AuditAction,
     Caller,
     Decision,
     Episode,
@@ -86,7 +87,9 @@ class Writes:
         for old_id in episode.supersedes_event_ids:
             changes.status.append(StatusChange(old_id, Status.ACTIVE, Status.SUPERSEDED))
             changes.audit.append(
-                self.deps.audit(caller, "episode.superseded", now, old_id, None, supersededBy=episode.event_id)
+                self.deps.audit(
+                    caller, AuditAction.EPISODE_SUPERSEDED, now, old_id, None, supersededBy=episode.event_id
+                )
             )
 
     def _checked(
@@ -169,7 +172,7 @@ class Writes:
                     policy_version=decision.policy_version,
                 )
         else:
-            changes.audit.append(self.deps.audit(caller, "episode.denied", now, None, decision))
+            changes.audit.append(self.deps.audit(caller, AuditAction.EPISODE_DENIED, now, None, decision))
             result = RememberResult(
                 decision=decision.decision,
                 reasons=decision.reasons,
@@ -250,11 +253,13 @@ class Writes:
                 )
             )
             changes.audit.append(
-                deps.audit(caller, "episode.review_requested", now, episode.event_id, decision, reviewId=review_id)
+                deps.audit(
+                    caller, AuditAction.EPISODE_REVIEW_REQUESTED, now, episode.event_id, decision, reviewId=review_id
+                )
             )
         else:
             self.stage_supersede(caller, episode, changes, now)
-            changes.audit.append(deps.audit(caller, "episode.written", now, episode.event_id, decision))
+            changes.audit.append(deps.audit(caller, AuditAction.EPISODE_WRITTEN, now, episode.event_id, decision))
         return RememberResult(
             decision=decision.decision,
             reasons=decision.reasons,

@@ -5,6 +5,7 @@
 :mod:`episodic.domain.model.results` what each use case answers. Everything is importable from here.
 """
 
+from episodic.domain.model.audit import AuditAction, AuditRecord, SystemActor
 from episodic.domain.model.episode import (
     DETAILS_MAX_BYTES,
     DETAILS_MAX_DEPTH,
@@ -31,7 +32,6 @@ from episodic.domain.model.episode import (
     UtcDatetime,
 )
 from episodic.domain.model.messages import (
-    AuditRecord,
     Caller,
     NeighbourTurn,
     PolicyDecision,
@@ -65,6 +65,7 @@ __all__ = [
     "DETAILS_MAX_BYTES",
     "DETAILS_MAX_DEPTH",
     "MAX_SAFE_INTEGER",
+    "AuditAction",
     "AuditRecord",
     "BusyActor",
     "Caller",
@@ -107,6 +108,7 @@ __all__ = [
     "SourceTrust",
     "Status",
     "SweepReport",
+    "SystemActor",
     "Tag",
     "TimelinePage",
     "UtcDatetime",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, field_validator
 
 from episodic.domain.model.episode import (
     CamelModel,
@@ -249,20 +249,6 @@ class Review(CamelModel):
 class ReviewView(CamelModel):
     review: Review
     episode: Episode | None
-
-
-class AuditRecord(CamelModel):
-    """One append-only audit entry. Never holds erased text: only ids, codes and hashes."""
-
-    audit_id: str
-    tenant_id: str
-    at: UtcDatetime
-    action: str
-    principal_id: str
-    event_id: str | None = None
-    reasons: list[str] = []
-    policy_version: str | None = None
-    detail: dict[str, JsonValue] = {}
 
 
 class TimelinePage(CamelModel):

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from pydantic import Field
 
 from episodic.domain.model import (
+    AuditAction,
     AuditRecord,
     Caller,
     CamelModel,
@@ -264,7 +265,7 @@ class AuditPage(CamelModel):
 @app.get("/v1/audit", responses=errors(401, 403, 422), summary="The append-only audit trail (operator)")
 def get_audit(
     event_id: Annotated[str | None, Query(alias="eventId")] = None,
-    action: Annotated[str | None, Query()] = None,
+    action: Annotated[AuditAction | None, Query()] = None,
     since: Annotated[UtcDatetime | None, Query(description="Only records at or after this time")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,

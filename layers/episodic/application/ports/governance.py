@@ -1,0 +1,78 @@
+"""The governance ports: reviews waiting for a human (and the workflow around them), the
+append-only audit log, per-tenant switches and the review workflow's task tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from episodic.domain.model import AuditAction, AuditRecord, Episode, Review, ReviewStatus
+
+
+@dataclass(frozen=True)
+class ReviewChange:
+    """Closes a review; applies only if it is still pending."""
+
+    review_id: str
+    status: ReviewStatus
+    decided_at: datetime
+    reviewer: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    tenant_id: str
+    event_id: str | None = None
+    action: AuditAction | None = None
+    since: datetime | None = None
+    limit: int = 100
+    cursor: str | None = None
+
+
+class ReviewQueue(Protocol):
+    """Reviews waiting for (or closed by) a human; opened and closed through the store's ``apply``."""
+
+    def get_review(self, tenant_id: str, review_id: str) -> Review | None: ...
+
+    def list_reviews(self, tenant_id: str, status: ReviewStatus | None, limit: int) -> list[Review]: ...
+
+    def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
+        """Pending reviews of every tenant requested before ``before`` (for the timeout sweep)."""
+        ...
+
+
+class AuditLog(Protocol):
+    """The append-only record of every decision; appended through the store's ``apply``."""
+
+    def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]: ...
+
+
+class TenantSettings(Protocol):
+    """Per-tenant switches an operator flips (today: whether the tenant accepts writes)."""
+
+    def writes_enabled(self, tenant_id: str) -> bool: ...
+
+    def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None: ...
+
+
+class ReviewTokens(Protocol):
+    """The Step Functions task token a waiting review workflow gave, kept with its review."""
+
+    def attach_review_token(self, tenant_id: str, review_id: str, token: str) -> bool:
+        """Store the token; False when the review is no longer pending (nothing waits then)."""
+        ...
+
+    def review_token(self, tenant_id: str, review_id: str) -> str | None: ...
+
+
+class ReviewNotifier(Protocol):
+    """The review workflow around the review queue: a Step Functions execution waiting on a
+    task token in AWS; the server log locally (the reviews table is the queue itself)."""
+
+    def review_requested(self, review: Review, episode: Episode) -> None: ...
+
+    def review_decided(self, review: Review) -> None:
+        """The review was closed (``review.status``): let the waiting workflow finish."""
+        ...

@@ -1,0 +1,46 @@
+"""What the core is handed to do its work: the time, the embedding model and the digest writer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from episodic.domain.model import Episode
+
+
+class Vector(Protocol):
+    """A unit-length embedding: a list of floats, or the float32 array an embedder or store
+    made (the core only passes vectors on; adapters read them as arrays)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length vectors. Identity and dimension are stored with each vector.
+
+    An embedder may also declare ``evidence_floor``, the cosine on its own scale below which a
+    recall candidate is not evidence (see ``Settings.ranking_weights``); without one, no floor."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+
+
+class Summariser(Protocol):
+    """Writes a digest of at most ``max_lines`` lines, using only facts in ``episodes``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def summarise(self, episodes: Sequence[Episode], max_lines: int = 3) -> list[str]: ...

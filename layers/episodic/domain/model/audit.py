@@ -1,0 +1,71 @@
+"""The audit trail's vocabulary: what happened (:class:`AuditAction`), who did it when no caller
+did (:class:`SystemActor`), and the record itself (:class:`AuditRecord`).
+
+The audit log is the product's proof -- what was written, denied, reviewed, recalled, expired
+and erased, by whom, under which policy -- so its words are typed: a record's action is one of
+these, never a free string, and what reads the trail back (the overview, the console) matches
+on them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import JsonValue
+
+from episodic.domain.model.episode import CamelModel, UtcDatetime
+
+
+class AuditAction(StrEnum):
+    EPISODE_WRITTEN = "episode.written"
+    """Allowed by the policy and stored."""
+    EPISODE_DENIED = "episode.denied"
+    """Refused by the policy: nothing stored but this record."""
+    EPISODE_REVIEW_REQUESTED = "episode.review_requested"
+    """Stored ``pending_review``; a human decides."""
+    REVIEW_APPROVED = "review.approved"
+    REVIEW_DENIED = "review.denied"
+    REVIEW_EXPIRED = "review.expired"
+    """Nobody decided in time: denied by default."""
+    EPISODE_SUPERSEDED = "episode.superseded"
+    """A correction replaced it."""
+    EPISODE_EXPIRED = "episode.expired"
+    """Its retention passed: out of the timeline, a copy in the cold archive (not a digest's)."""
+    EPISODE_ARCHIVED = "episode.archived"
+    """Relevance decay: out of default recall, restorable."""
+    EPISODE_RESTORED = "episode.restored"
+    EPISODE_ERASED = "episode.erased"
+    """Erased everywhere; this tombstone keeps a hash, never the text."""
+    ACTOR_ERASED = "actor.erased"
+    RECALL_SERVED = "recall.served"
+    """What a recall returned to whom (ids and a hash of the question)."""
+    FEEDBACK_RECORDED = "feedback.recorded"
+    WRITES_ENABLED = "writes.enabled"
+    WRITES_DISABLED = "writes.disabled"
+
+
+class SystemActor(StrEnum):
+    """The principals of the service's own work, named in the audit as callers are."""
+
+    SWEEP = "system:sweep"
+    """The local retention sweep."""
+    DYNAMODB_TTL = "system:dynamodb-ttl"
+    """DynamoDB's time to live, seen by the stream processor."""
+    DECAY_SWEEP = "system:decay-sweep"
+    REVIEW_TIMEOUT = "system:review-timeout"
+    SUMMARISER = "system:summariser"
+    SESSION_HANDOFF = "system:session-handoff"
+
+
+class AuditRecord(CamelModel):
+    """One append-only audit entry. Never holds erased text: only ids, codes and hashes."""
+
+    audit_id: str
+    tenant_id: str
+    at: UtcDatetime
+    action: AuditAction
+    principal_id: str
+    event_id: str | None = None
+    reasons: list[str] = []
+    policy_version: str | None = None
+    detail: dict[str, JsonValue] = {}
