@@ -1,4 +1,4 @@
-"""Measures of a source tree's shape (issue #11), shared by the layout tests of the core,
+"""Measures of a source tree's shape, shared by the layout tests of the core,
 the handlers and the CDK app: how long each function and module is, and what a module imports."""
 
 from __future__ import annotations
@@ -35,14 +35,3 @@ def long_modules(base: Path, *roots: Path, limit: int = MAX_MODULE_LINES) -> lis
         for module in python_files(*roots)
         if (lines := len(module.read_text().splitlines())) > limit
     ]
-
-
-def imported_modules(module: Path) -> set[str]:
-    """Every module ``module`` imports, at any depth of its code (lazy imports included)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(module.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -18,26 +17,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from episodic.domain import linear
+from tests.support.rings import imports_of
 
 CORE = Path(__file__).resolve().parents[2] / "layers" / "episodic"
 BACKTRACKING = {"re", "regex", "sre_compile", "sre_parse"}
 
 
-def _imported_modules(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
-    return found
+def _engines(path: Path) -> set[str]:
+    return {imported.name.split(".")[0] for imported in imports_of(path)} & BACKTRACKING
 
 
 def test_given_every_module_of_the_core_when_read_then_none_imports_a_backtracking_engine():
     offenders = [
-        f"{path.relative_to(CORE)} imports {sorted(_imported_modules(path) & BACKTRACKING)}"
+        f"{path.relative_to(CORE)} imports {sorted(_engines(path))}"
         for path in sorted(CORE.rglob("*.py"))
-        if _imported_modules(path) & BACKTRACKING
+        if _engines(path)
     ]
     assert not offenders, "compile patterns with episodic.domain.linear (RE2):\n  " + "\n  ".join(offenders)
 

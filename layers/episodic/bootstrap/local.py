@@ -9,9 +9,10 @@ from episodic.adapters.inprocess.notifier import LogReviewNotifier
 from episodic.adapters.minilm.embedder import MiniLMEmbedder
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.adapters.summarisers.extractive import ExtractiveSummariser
-from episodic.application.ports import Clock, Embedder
+from episodic.application.ports import Clock, Embedder, ReviewNotifier
 from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
+from episodic.logs import service_logger
 
 
 def prepare_data_dir(settings: Settings) -> Path:
@@ -33,8 +34,14 @@ def _data_dir(settings: Settings) -> Path:
 
 
 def build_local_service(
-    settings: Settings, *, embedder: Embedder | None = None, clock: Clock | None = None
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    clock: Clock | None = None,
+    notifier: ReviewNotifier | None = None,
 ) -> MemoryService:
+    """The service over ``settings.data_dir``; ``embedder``, ``clock`` and ``notifier`` replace
+    the defaults (MiniLM, the system clock, a notifier that logs each held episode)."""
     data_dir = _data_dir(settings)
     embedder = embedder or MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
@@ -43,7 +50,7 @@ def build_local_service(
         index=store,
         archive=FolderArchive(data_dir / "archive"),
         embedder=embedder,
-        notifier=LogReviewNotifier(),
+        notifier=notifier or LogReviewNotifier(),
         summariser=ExtractiveSummariser(embedder),
         compaction=store,
         settings=settings,
@@ -51,3 +58,9 @@ def build_local_service(
         backend="local-sqlite",
         closers=[store.close],
     )
+
+
+def quiet_notifier() -> ReviewNotifier:
+    """A notifier that logs held episodes only at WARNING: for tools whose own output tells the
+    story (the demo, the evaluation run)."""
+    return LogReviewNotifier(service_logger("episodic-review", level="WARNING"))

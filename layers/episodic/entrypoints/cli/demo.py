@@ -86,18 +86,15 @@ def run_demo(data_dir: Path | None = None) -> int:
 def _serving(data_dir: Path) -> Iterator[tuple[_Client, _Client]]:
     """The local server on a free port over ``data_dir``, with an agent's and an operator's
     client; everything it opened is closed on the way out."""
-    from episodic.adapters.inprocess.notifier import LogReviewNotifier
     from episodic.application.settings import Settings
-    from episodic.bootstrap.local import build_local_service
+    from episodic.bootstrap.local import build_local_service, quiet_notifier
     from episodic.entrypoints import rest
     from episodic.entrypoints.server.http import create_server
     from episodic.entrypoints.server.tokens import TokenBook, parse_tokens
-    from episodic.logs import service_logger
 
     agent_token, operator_token = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
     tokens = TokenBook(parse_tokens(f"{agent_token}=demo:agent,{operator_token}=demo:operator"), "demo")
-    with build_local_service(Settings(data_dir=data_dir)) as service:
-        service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))  # a readable tour
+    with build_local_service(Settings(data_dir=data_dir), notifier=quiet_notifier()) as service:  # a readable tour
         rest.set_service(service)
         server = create_server("127.0.0.1", 0, tokens, rest.concurrent_handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()

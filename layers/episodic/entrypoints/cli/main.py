@@ -118,18 +118,15 @@ def _measure(suite: Path) -> dict[str, Any]:
     """The suite's metrics on a fresh local service, then the conversation benchmark's test split."""
     import tempfile
 
-    from episodic.adapters.inprocess.notifier import LogReviewNotifier
     from episodic.application.settings import Settings
-    from episodic.bootstrap.local import build_local_service
+    from episodic.bootstrap.local import build_local_service, quiet_notifier
     from episodic.entrypoints.cli.output import progress
     from episodic.evals.governance import SUITE_NOW, ManualClock, run_suite
-    from episodic.logs import service_logger
 
     clock = ManualClock(SUITE_NOW)
     with tempfile.TemporaryDirectory(prefix="episodic-eval-") as tmp:
         with progress("evaluation suite against a fresh local service (real model)"):
-            service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock)
-            service.notifier = LogReviewNotifier(service_logger("episodic-review", level="WARNING"))
+            service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock, notifier=quiet_notifier())
             metrics = run_suite(service, clock, suite)
             service.close()
         conversations = suite / "conversations" / "test"
