@@ -50,8 +50,9 @@ bench: setup  ## every figure: throughput, recall latency, API latency, the Chro
 bench-load: setup  ## 16 clients, 30% writes / 70% recalls over HTTP against episodic serve, with a py-spy profile
 	$(BIN)/python benchmarks/mixed_load.py --clients 16 --seconds 30 --profile
 
-policy-model: setup  ## retrain the instruction model from the labelled sets into layers/episodic/domain/policy/data
+policy-model: setup  ## retrain the instruction model and the chatter classifier from the labelled sets into layers/episodic/domain/policy/data
 	$(BIN)/python -c "from episodic.domain.policy.instruction_model import main; main()"
+	$(BIN)/python -c "from episodic.domain.policy.chatter import main; main()"
 
 bench-recall: setup  ## structured recall latency vs the textbook loop, printed (not asserted)
 	$(BIN)/python benchmarks/structured_recall.py --episodes 20000 --queries 200

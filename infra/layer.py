@@ -2,8 +2,8 @@
 
 pip fetches wheels for Lambda's platform -- CPython 3.13 on arm64, manylinux2014 -- with
 ``--only-binary=:all:``, so nothing is compiled on this machine and the result does not depend
-on it. Two dependency sets, one per kind of function (issue #14: nothing in a function that
-its handler does not import):
+on it. Two dependency sets, one per kind of function (nothing in a function that its handler
+does not import):
 
 * ``core`` -- the service's handlers (API, stream, ingestion, workflows): the project's runtime
   dependencies and the ``aws`` extra (read from pyproject.toml, so there is one list), less
@@ -17,8 +17,10 @@ its handler does not import):
 The third-party modules the handlers import are shipped as Python 3.13 bytecode
 (:mod:`infra.bytecode`: Lambda would otherwise compile them at every cold start). The
 ``episodic`` source is added to the core layer by the CDK asset at every synth, so it is never
-stale, with its bytecode beside it. ``build/layer/.complete`` is written last; the CDK app uses
-the build only when it exists. The sizes are printed per function.
+stale, with its bytecode beside it and without the tools only a laptop runs
+(:data:`infra.components.code.LOCAL_ONLY`). ``build/layer/.complete`` is written last; the CDK
+app uses the build only when it exists. The sizes are printed per function, and the episodic
+package's whole and as staged, first (they need no install).
 """
 
 from __future__ import annotations
@@ -29,16 +31,16 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from infra.bytecode import (
     LAMBDA_PYTHON,
-    LAYER_ROOT,
-    compile_beside,
     imported_third_party,
     lambda_interpreter,
     replace_with_bytecode,
 )
+from infra.components.code import core_staging
 from infra.config import LAYER_BUILD, LAYER_READY, ROOT
 
 IN_RUNTIME = frozenset({"boto3", "botocore", "s3transfer"})  # provided by Lambda's Python runtime
@@ -110,18 +112,52 @@ def size_mib(folder: Path) -> float:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
 
 
-def staged_mib(package: Path, python: str | None) -> float:
-    """The size of ``package`` as the CDK stages it: without local caches, with bytecode beside
-    it when ``python`` is given (:class:`infra.components.code._CopyInto`)."""
+def staged_mib(package: Path) -> float:
+    """The size of ``package`` without local caches (the handlers, as their asset holds them)."""
     with tempfile.TemporaryDirectory() as tmp:
         staged = Path(tmp) / package.name
         shutil.copytree(package, staged, ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
-        if python:
-            compile_beside(staged, python, f"{LAYER_ROOT}/{package.name}")
         return size_mib(staged)
 
 
+@dataclass(frozen=True)
+class Size:
+    files: int
+    bytes: int
+
+    @classmethod
+    def of(cls, folder: Path) -> Size:
+        sizes = [f.stat().st_size for f in folder.rglob("*") if f.is_file()]
+        return cls(len(sizes), sum(sizes))
+
+    def __str__(self) -> str:
+        return f"{self.files} files, {self.bytes:,} bytes ({self.bytes / 2**20:.2f} MiB)"
+
+
+def episodic_sizes(python: str | None) -> tuple[Size, Size]:
+    """The ``episodic`` package in the core layer if it were whole, and as the CDK stages it
+    (:func:`infra.components.code.core_staging`: without the local-only tools), both with their
+    bytecode beside them when ``python`` is given."""
+    with tempfile.TemporaryDirectory() as tmp:
+        whole, staged = Path(tmp) / "whole", Path(tmp) / "staged"
+        core_staging(None, python, local_only=()).stage(whole)
+        core_staging(None, python).stage(staged)
+        return Size.of(whole / "python" / "episodic"), Size.of(staged / "python" / "episodic")
+
+
+def report_episodic(python: str | None) -> float:
+    """Print the episodic package's size whole and as staged; returns the staged MiB."""
+    whole, staged = episodic_sizes(python)
+    saved = 1 - staged.bytes / whole.bytes
+    compiled = f"with Python {LAMBDA_PYTHON} bytecode" if python else "source only"
+    print(f"episodic in the core layer ({compiled}): whole package {whole}; staged without the "
+          f"local-only tools {staged}: {saved:.0%} smaller")  # fmt: skip
+    return staged.bytes / 2**20
+
+
 def main() -> None:
+    python = lambda_interpreter()
+    source = report_episodic(python)
     shutil.rmtree(LAYER_BUILD, ignore_errors=True)
     core, auth = LAYER_BUILD / "core" / "python", LAYER_BUILD / "auth" / "python"
     install(core, requirements())
@@ -129,7 +165,6 @@ def main() -> None:
     install(auth, AUTH)
     saved = strip(core) + strip(auth)
     print(f"stripped {saved:.1f} MiB of test suites, type stubs and build headers")
-    python = lambda_interpreter()
     if python:
         imported = imported_third_party(ROOT)
         compiled = sum(replace_with_bytecode(layer, imported, python) for layer in (core, auth))
@@ -138,7 +173,7 @@ def main() -> None:
         print(f"warning: no Python {LAMBDA_PYTHON} here (set EPISODIC_LAMBDA_PYTHON): the layers ship source, "
               "which Lambda compiles again at every cold start")  # fmt: skip
     LAYER_READY.write_text("built by `make layer`\n")
-    source, handlers = staged_mib(ROOT / "layers" / "episodic", python), staged_mib(ROOT / "functions", None)
+    handlers = staged_mib(ROOT / "functions")
     print("unzipped, per function (Lambda allows 250 MiB in all):")
     print(f"  API, stream, ingestion, workflows: {size_mib(core) + source + handlers:.1f} MiB "
           f"(dependencies {size_mib(core):.1f} + episodic {source:.1f} + handlers {handlers:.2f})")  # fmt: skip

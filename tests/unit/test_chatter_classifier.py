@@ -7,9 +7,12 @@ precision has the higher floor.
 
 from pathlib import Path
 
-from episodic.domain.policy.chatter import ChatterClassifier, default_classifier, load_examples
+import pytest
+
+from episodic.domain.policy.chatter import ChatterClassifier, default_classifier, load_examples, trained_on_shipped_set
 
 EVAL_SET = Path(__file__).parents[1] / "evals" / "chatter_eval.jsonl"
+TRAIN_SET = Path(__file__).parents[2] / "layers" / "episodic" / "domain" / "policy" / "data" / "chatter_train.jsonl"
 
 
 def _confusion(classifier: ChatterClassifier, examples):
@@ -57,3 +60,26 @@ def test_given_a_greeting_before_real_content_when_classified_then_it_is_memorab
 def test_given_a_decision_when_explained_then_the_top_features_are_reported():
     top = default_classifier().explain("thank you so much", "conversation_turn")
     assert top and all(isinstance(name, str) for name, _ in top)
+
+
+def test_given_the_labelled_set_when_trained_then_the_shipped_weights_are_what_training_gives():
+    """The shipped file cannot drift from the data: ``make policy-model`` rewrites it."""
+    shipped, retrained = default_classifier(), trained_on_shipped_set()
+    assert shipped.threshold == pytest.approx(retrained.threshold)
+    assert shipped.weights.keys() == retrained.weights.keys()
+    assert shipped.weights == pytest.approx(retrained.weights, rel=1e-6, abs=1e-12)
+
+
+def test_given_the_shipped_weights_when_classifying_the_labelled_sets_then_every_verdict_is_the_trained_models():
+    shipped, retrained = default_classifier(), trained_on_shipped_set()
+    examples = load_examples([*EVAL_SET.read_text().splitlines(), *TRAIN_SET.read_text().splitlines()])
+    for e in examples:
+        assert shipped.is_chatter(e.text, e.event_type) == retrained.is_chatter(e.text, e.event_type), e.text
+        assert shipped.probability(e.text, e.event_type) == pytest.approx(
+            retrained.probability(e.text, e.event_type), abs=1e-5
+        )
+
+
+def test_given_a_model_when_written_and_read_back_then_it_is_the_same_text():
+    model = default_classifier()
+    assert ChatterClassifier.from_json(model.to_json()).to_json() == model.to_json()

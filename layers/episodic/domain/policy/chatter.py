@@ -4,9 +4,13 @@ Greetings, thanks, acknowledgements and small talk carry nothing worth rememberi
 storing them only dilutes recall. This is a logistic-regression model over word
 unigrams and bigrams plus a few shape features (digits, identifiers, proper nouns,
 content-word count, event type). It is pure Python so the core layer stays free of
-numpy, and it is trained, deterministically and in well under a second, from the
-labelled set shipped beside it (``data/chatter_train.jsonl``) the first time it is
-used. Its quality is measured on a separate held-out set (``tests/evals/``).
+numpy. Its quality is measured on a separate held-out set (``tests/evals/``).
+
+The weights ship trained (``data/chatter_model.json``), as the instruction model's do: the
+labelled set they come from (``data/chatter_train.jsonl``) is a tool's input, not the service's,
+so it stays out of the Lambda layer, and a cold start loads numbers instead of training.
+Training is deterministic; :func:`main` (``make policy-model``) rewrites the file from the
+labelled set, and a test checks the shipped file is what training gives.
 """
 
 from __future__ import annotations
@@ -19,8 +23,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from episodic.domain import linear
+
+TRAINING_SET = "data/chatter_train.jsonl"
+"""The labelled set, beside this module in the repository (not in the Lambda layer)."""
+MODEL_FILE = "data/chatter_model.json"
+"""The trained weights the service loads, written by :func:`main`."""
+SIGNIFICANT_DIGITS = 7
+"""Each shipped weight keeps this many significant digits: the file stays small and its
+probabilities differ from the trained model's by far less than any verdict's margin."""
 
 _WORD = linear.compile(r"[a-z0-9']+|[^\sa-z0-9]")
 _IDENTIFIER_RUN = linear.compile(r"#\d|\b\d{3,}\b|[A-Za-z0-9_-]{3,}")
@@ -196,6 +209,17 @@ class ChatterClassifier:
                     weights[key] = current - rate * (error * value + l2 * current)
         return cls(weights)
 
+    def to_json(self) -> str:
+        """Threshold and weights, keys sorted, one weight a line (a retrained model diffs by line),
+        each rounded to :data:`SIGNIFICANT_DIGITS`: the same model always gives the same text."""
+        weights = {k: float(f"{w:.{SIGNIFICANT_DIGITS}g}") for k, w in self.weights.items()}
+        return json.dumps({"threshold": self.threshold, "weights": weights}, sort_keys=True, indent=0)
+
+    @classmethod
+    def from_json(cls, raw: str) -> ChatterClassifier:
+        data = json.loads(raw)
+        return cls({str(k): float(w) for k, w in data["weights"].items()}, float(data["threshold"]))
+
     def probability(self, text: str, event_type: str) -> float:
         """Probability that the text is routine chatter."""
         feats = _features(text, event_type)
@@ -219,8 +243,32 @@ def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
+def trained_on_shipped_set() -> ChatterClassifier:
+    """The classifier trained on the labelled set beside this module (the repository's copy:
+    the Lambda layer does not carry it)."""
+    data = resources.files("episodic.domain.policy").joinpath(TRAINING_SET)
+    return ChatterClassifier.train(load_examples(data.read_text(encoding="utf-8").splitlines()))
+
+
 @cache
 def default_classifier() -> ChatterClassifier:
-    """The classifier trained on the shipped labelled set (built once per process)."""
-    data = resources.files("episodic.domain.policy").joinpath("data/chatter_train.jsonl")
-    return ChatterClassifier.train(load_examples(data.read_text(encoding="utf-8").splitlines()))
+    """The classifier with the shipped trained weights (loaded once per process)."""
+    data = resources.files("episodic.domain.policy").joinpath(MODEL_FILE)
+    return ChatterClassifier.from_json(data.read_text(encoding="utf-8"))
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """Train on the labelled set and write the weights the service loads (``make policy-model``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Train the chatter classifier from its labelled set.")
+    parser.add_argument("--out", default=f"layers/episodic/domain/policy/{MODEL_FILE}")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    classifier = trained_on_shipped_set()
+    Path(args.out).write_text(classifier.to_json() + "\n", encoding="utf-8")
+    print(f"wrote {args.out}: {len(classifier.weights)} weights")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
