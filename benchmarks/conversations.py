@@ -13,6 +13,7 @@ batches of one session) and of the recalls (per question, query embedding includ
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from episodic.adapters.minilm.embedder import MiniLMEmbedder
+from episodic.application.service import MemoryService
 from episodic.evals.conversations import (
     format_report,
     load_conversations,
@@ -94,43 +96,45 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class _Timed:
-    """A service that times its writes (per turn) and recalls; everything else passes through."""
+class _Stopwatch:
+    """Wraps one use case of a service and appends each call's milliseconds (``per`` divides them
+    by the items the call carried) to ``into``; every other attribute passes through."""
 
-    def __init__(self, service: Any, timings: dict[str, list[float]]) -> None:
-        self._service, self._timings = service, timings
-
-    def __enter__(self) -> _Timed:
-        self._service.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._service.__exit__(*exc)
+    def __init__(self, usecase: Any, method: str, into: list[float], per: Callable[..., int] | None = None) -> None:
+        self._usecase, self._method, self._into, self._per = usecase, method, into, per
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._service, name)
+        found = getattr(self._usecase, name)
+        if name != self._method:
+            return found
 
-    def remember_batch(self, caller: Any, proposals: list[Any]) -> Any:
-        started = time.perf_counter()
-        results = self._service.remember_batch(caller, proposals)
-        self._timings["write"].append((time.perf_counter() - started) * 1000 / max(len(proposals), 1))
-        return results
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            result = found(*args, **kwargs)
+            elapsed = (time.perf_counter() - started) * 1000
+            self._into.append(elapsed / max(self._per(*args) if self._per else 1, 1))
+            return result
 
-    def add_turns(self, caller: Any, session_id: str, request: Any) -> Any:
-        started = time.perf_counter()
-        result = self._service.add_turns(caller, session_id, request)
-        self._timings["write"].append((time.perf_counter() - started) * 1000 / max(len(request.turns), 1))
-        return result
-
-    def recall(self, caller: Any, request: Any) -> Any:
-        started = time.perf_counter()
-        response = self._service.recall(caller, request)
-        self._timings["recall"].append((time.perf_counter() - started) * 1000)
-        return response
+        return timed_call
 
 
-def timed(build: Callable[[datetime], Any], timings: dict[str, list[float]]) -> Callable[[datetime], Any]:
-    return lambda now: _Timed(build(now), timings)
+def timed(build: Callable[[datetime], MemoryService], timings: dict[str, list[float]]) -> Callable[[datetime], Any]:
+    """``build`` whose services time their writes (per turn) and recalls: the batch route's
+    ``writes.remember_batch``, the conversation path's ``conversations.add_turns`` and
+    ``reads.recall`` (what :func:`~episodic.evals.conversations.run_conversation` calls)."""
+
+    def timed_build(now: datetime) -> MemoryService:
+        service = build(now)
+        return dataclasses.replace(
+            service,
+            writes=_Stopwatch(service.writes, "remember_batch", timings["write"], lambda _, proposals: len(proposals)),
+            conversations=_Stopwatch(
+                service.conversations, "add_turns", timings["write"], lambda _, __, request: len(request.turns)
+            ),
+            reads=_Stopwatch(service.reads, "recall", timings["recall"]),
+        )
+
+    return timed_build
 
 
 if __name__ == "__main__":

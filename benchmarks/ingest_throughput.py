@@ -49,7 +49,7 @@ def main() -> int:
     caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
-        service.policy.warm_up()  # classifiers and detectors outside the timings
+        service.deps.policy.warm_up()  # classifiers and detectors outside the timings
         texts = [p.summary for p in proposals(args.episodes, "model")]
         t0 = time.perf_counter()
         embedder.embed(texts)
@@ -58,13 +58,13 @@ def main() -> int:
         batch = proposals(args.episodes, "batch")
         t0 = time.perf_counter()
         for start in range(0, len(batch), 100):
-            service.remember_batch(caller, batch[start : start + 100])
+            service.writes.remember_batch(caller, batch[start : start + 100])
         batch_rate = args.episodes / (time.perf_counter() - t0)
 
         single = proposals(max(args.episodes // 5, 1), "single")
         t0 = time.perf_counter()
         for p in single:
-            service.remember(caller, p)
+            service.writes.remember(caller, p)
         single_rate = len(single) / (time.perf_counter() - t0)
         service.close()
     print(f"episodes: {args.episodes}")

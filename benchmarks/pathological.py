@@ -186,7 +186,7 @@ def health_during_worst_write(shape: str = KNOWN_WORST[1], writes: int = 5) -> d
     items = [dict(item, actorId=f"probe-{n}") for n in range(15)]
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)))
-        service.policy.warm_up()
+        service.deps.policy.warm_up()
         api.set_service(service)
         server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(f"{token}=bench:agent"), "bench"),
                                concurrent_handler)  # fmt: skip

@@ -136,10 +136,10 @@ def _batch_rate(caller: Any, embedder: Any, batch: list[Any]) -> float:
 
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
-        service.policy.warm_up()  # classifiers and detectors outside the timer
+        service.deps.policy.warm_up()  # classifiers and detectors outside the timer
         t0 = time.perf_counter()
         for start in range(0, len(batch), 100):
-            service.remember_batch(caller, batch[start : start + 100])
+            service.writes.remember_batch(caller, batch[start : start + 100])
         rate = len(batch) / (time.perf_counter() - t0)
         service.close()
     return rate
@@ -166,7 +166,7 @@ def write_throughput(count: int) -> dict[str, Any]:
         build_local_service(Settings(data_dir=Path(tmp)), embedder=precomputed) as service,
     ):
         for start in range(0, count, 100):
-            service.remember_batch(caller, precomputed_items[start : start + 100])
+            service.writes.remember_batch(caller, precomputed_items[start : start + 100])
     precomputed.recording = False
     _forget_policy_caches()  # the timed run must not find these texts' verdicts cached from the dry run
     # The bound: the model on exactly the texts the service embeds (who and when, then the
@@ -189,15 +189,15 @@ def write_throughput(count: int) -> dict[str, Any]:
     judged = proposals(count, "policy")
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)), embedder=precomputed)
-        service.policy.warm_up()
+        service.deps.policy.warm_up()
         now = service.deps.clock.now()
         t0 = time.perf_counter()
         for proposal in judged:
-            service.policy.decide(proposal, caller, now, [])
+            service.deps.policy.decide(proposal, caller, now, [])
         rates["policy_alone"] = count / (time.perf_counter() - t0)
         _forget_policy_caches()
         profile = cProfile.Profile()
-        profile.runcall(lambda: [service.policy.decide(p, caller, now, []) for p in proposals(count, "profile")])
+        profile.runcall(lambda: [service.deps.policy.decide(p, caller, now, []) for p in proposals(count, "profile")])
         service.close()
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
@@ -244,7 +244,7 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
         seed = proposals(tenant_size, "api")
         caller = Caller(tenant_id="acme", role=Role.AGENT, principal_id="bench")
         for start in range(0, tenant_size, 100):
-            service.remember_batch(caller, seed[start : start + 100])
+            service.writes.remember_batch(caller, seed[start : start + 100])
         model = embedder._load()
         api.set_service(service)
         tokens = TokenBook(parse_tokens(f"{token}=acme:agent"), "bench")
@@ -269,7 +269,9 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
             model.encode([f"which job raised alert {n} on the gateway?"], threads=1)  # one query, as the worker runs it
             alone = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()  # the same kind of recall without HTTP (a text of its own: no cached vector)
-            service.recall(caller, RecallRequest.model_validate({"query": f"which job raised the alert numbered {n}?"}))
+            service.reads.recall(
+                caller, RecallRequest.model_validate({"query": f"which job raised the alert numbered {n}?"})
+            )
             inside = (time.perf_counter() - t0) * 1000
             if n:  # the first round loads the model
                 timings["write"].append(write)
@@ -287,7 +289,9 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
             model.encode([f"which job raised alert {n} on the gateway?"], threads=1)
             alone = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
-            service.recall(caller, RecallRequest.model_validate({"query": f"which job raised the alert numbered {n}?"}))
+            service.reads.recall(
+                caller, RecallRequest.model_validate({"query": f"which job raised the alert numbered {n}?"})
+            )
             inside = (time.perf_counter() - t0) * 1000
             if n > requests + 1:
                 timings["recall_only"].append(recall)
@@ -314,7 +318,7 @@ def _recall_profile(service: Any, caller: Any, requests: int) -> dict[str, float
 
     def recalls() -> None:
         for n in range(20_000, 20_000 + requests):
-            service.recall(caller, RecallRequest.model_validate({"query": f"which job raised alert number {n}?"}))
+            service.reads.recall(caller, RecallRequest.model_validate({"query": f"which job raised alert number {n}?"}))
 
     profile = cProfile.Profile()
     profile.runcall(recalls)

@@ -109,7 +109,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "bench.db")
         populate(store, args.episodes, rng)
-        service = MemoryService(
+        service = MemoryService.build(
             store=store,
             index=store,
             archive=FolderArchive(Path(tmp) / "archive"),
@@ -133,7 +133,7 @@ def main() -> int:
         for n in range(args.queries):
             req = request()
             t0 = time.perf_counter()
-            got = [i.episode.event_id for i in service.recall(caller, req).items]
+            got = [i.episode.event_id for i in service.reads.recall(caller, req).items]
             service_ms.append((time.perf_counter() - t0) * 1000)
             if n < args.baseline_queries:
                 agree += sorted(got) == sorted(textbook(store, req))

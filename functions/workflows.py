@@ -75,7 +75,7 @@ def _review_request(record: SQSRecord) -> str:
     if root.review_tokens.attach_review_token(body["tenantId"], body["reviewId"], body["taskToken"]):
         logger.info("review waiting", review_id=body["reviewId"], tenant_id=body["tenantId"], reasons=body["reasons"])
         return "waiting"
-    review = root.service.store.get_review(body["tenantId"], body["reviewId"])
+    review = root.service.deps.reviews.get_review(body["tenantId"], body["reviewId"])
     if review is not None:
         complete_task(root.stepfunctions, body["taskToken"], review)
     return "completed"
@@ -90,7 +90,7 @@ def review_requests_handler(event: dict[str, Any], context: LambdaContext) -> Pa
 
 @logger.inject_lambda_context
 def expire_review_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    outcome = get_root().service.expire_review(event["tenantId"], event["reviewId"])
+    outcome = get_root().service.reviews.expire_review(event["tenantId"], event["reviewId"])
     logger.info("review timeout", review_id=event["reviewId"], outcome=outcome)
     return {"reviewId": event["reviewId"], "outcome": outcome}
 
@@ -98,12 +98,14 @@ def expire_review_handler(event: dict[str, Any], context: LambdaContext) -> dict
 @logger.inject_lambda_context
 def find_busy_actors_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     now = datetime.fromisoformat(event["now"].replace("Z", "+00:00"))
-    return {"actors": [a.model_dump(mode="json", by_alias=True) for a in get_root().service.busy_actors(now)]}
+    return {
+        "actors": [a.model_dump(mode="json", by_alias=True) for a in get_root().service.summarisation.busy_actors(now)]
+    }
 
 
 @logger.inject_lambda_context
 def summarise_actor_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = get_root().service.summarise_actor(
+    result = get_root().service.summarisation.summarise_actor(
         event["tenantId"],
         event["actorId"],
         datetime.fromisoformat(event["windowStart"]),
@@ -115,6 +117,6 @@ def summarise_actor_handler(event: dict[str, Any], context: LambdaContext) -> di
 
 @logger.inject_lambda_context
 def forget_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = get_root().service.forget(dry_run=bool(event.get("dryRun")), cursor=event.get("cursor"))
+    report = get_root().service.archival.forget(dry_run=bool(event.get("dryRun")), cursor=event.get("cursor"))
     logger.info("decay sweep page", examined=report.examined, archived=len(report.archived))
     return {"archived": len(report.archived), "more": report.next_cursor is not None, "cursor": report.next_cursor}

@@ -11,7 +11,7 @@ from tests.support.factories import AGENT, OPERATOR, proposal
 
 
 def _turn(service, summary, second, privacy="internal", actor="cust-bob", session="s1"):
-    return service.remember(
+    return service.writes.remember(
         AGENT,
         proposal(
             eventType="conversation_turn",
@@ -29,36 +29,36 @@ def test_given_a_private_turn_next_to_a_public_one_when_recalled_unscoped_then_i
     private = _turn(service, "Bob said his home address is 12 Elm Street, Springfield", 30, privacy="private")
     assert public.decision is Decision.ALLOW and private.decision is Decision.ALLOW
 
-    unscoped = service.recall(AGENT, RecallRequest(query="invoice"))
+    unscoped = service.reads.recall(AGENT, RecallRequest(query="invoice"))
     assert [i.episode.event_id for i in unscoped.items] == [public.event_id]
     assert unscoped.items[0].neighbours == []
     assert "Elm Street" not in unscoped.model_dump_json() and "same_session_turn" not in unscoped.context
 
-    scoped = service.recall(AGENT, RecallRequest(query="invoice", actor_id="cust-bob"))
+    scoped = service.reads.recall(AGENT, RecallRequest(query="invoice", actor_id="cust-bob"))
     item = next(i for i in scoped.items if i.episode.event_id == public.event_id)
     assert [n.event_id for n in item.neighbours] == [private.event_id]  # the actor's own recall may see it
 
 
 def test_given_another_actors_private_episode_when_an_agent_supersedes_it_then_the_write_goes_to_review(service):
-    secret = service.remember(
+    secret = service.writes.remember(
         AGENT, proposal(actorId="cust-alice", privacyClass="private", summary="Alice is moving to Porto in March")
     )
-    attempt = service.remember(
+    attempt = service.writes.remember(
         AGENT,
         proposal(actorId="cust-mallory", summary="Mallory prefers SMS reminders", supersedesEventIds=[secret.event_id]),
     )
     assert attempt.decision is Decision.REVIEW and "supersedes_other_actor" in attempt.reasons
-    assert service.get(OPERATOR, secret.event_id).status is Status.ACTIVE  # nothing hidden without a human
+    assert service.reads.get(OPERATOR, secret.event_id).status is Status.ACTIVE  # nothing hidden without a human
 
-    own = service.remember(
+    own = service.writes.remember(
         AGENT, proposal(actorId="cust-alice", summary="Alice moves to Braga, not Porto", supersedesEventIds=[])
     )
-    corrected = service.correct(
+    corrected = service.writes.correct(
         AGENT, own.event_id, proposal(actorId="cust-alice", summary="Alice moves to Braga in April")
     )
     assert corrected.decision is Decision.ALLOW  # the same actor's episode: an ordinary correction
-    assert service.get(OPERATOR, own.event_id).status is Status.SUPERSEDED
-    audit, _ = service.audit(OPERATOR, event_id=own.event_id, action="episode.superseded")
+    assert service.reads.get(OPERATOR, own.event_id).status is Status.SUPERSEDED
+    audit, _ = service.admin.audit(OPERATOR, event_id=own.event_id, action="episode.superseded")
     assert audit and audit[0].detail["supersededBy"] == corrected.event_id
 
 
@@ -71,7 +71,7 @@ def test_given_private_and_sensitive_sources_when_summarised_then_the_digest_kee
                 "retention": {"expiresAt": (clock.now() + timedelta(days=30)).isoformat()},
                 "consent": {"required": True, "granted": True, "consentRef": "consent:77"},
             }
-        written = service.remember(
+        written = service.writes.remember(
             AGENT,
             proposal(
                 actorId="cust-dana",
@@ -82,25 +82,25 @@ def test_given_private_and_sensitive_sources_when_summarised_then_the_digest_kee
             ),
         )
         assert written.decision is Decision.ALLOW, written.reasons
-    outcomes = service.summarise()
+    outcomes = service.summarisation.summarise()
     assert len(outcomes) == 1 and outcomes[0].decision == "allow", outcomes
-    digest = service.get(OPERATOR, outcomes[0].event_id)
+    digest = service.reads.get(OPERATOR, outcomes[0].event_id)
     assert digest.privacy_class is PrivacyClass.PRIVATE
     assert len(digest.source_refs) == 6  # the sensitive episode is not copied into a digest
-    unscoped = service.recall(AGENT, RecallRequest(query="Dana order shipped courier"))
+    unscoped = service.reads.recall(AGENT, RecallRequest(query="Dana order shipped courier"))
     assert digest.event_id not in {i.episode.event_id for i in unscoped.items}
 
 
 def test_given_an_expired_then_erased_actor_when_the_audit_log_is_read_then_the_actor_id_is_nowhere(service, clock):
     actor = "cust-zoltan-erasable"
-    service.remember(
+    service.writes.remember(
         AGENT,
         proposal(actorId=actor, retention={"expiresAt": (clock.now() + timedelta(days=1)).isoformat()}),
     )
     clock.advance(days=2)
-    assert service.sweep().expired == 1
-    service.erase_actor(OPERATOR, actor)
-    records, _ = service.audit(OPERATOR, limit=1000)
+    assert service.sweeper.sweep().expired == 1
+    service.erasure.erase_actor(OPERATOR, actor)
+    records, _ = service.admin.audit(OPERATOR, limit=1000)
     assert {"episode.expired", "actor.erased"} <= {r.action for r in records}
     assert actor not in json.dumps([r.to_json_dict() for r in records])
 
@@ -119,15 +119,15 @@ class UnavailableQueryEmbedder:
 
 
 def test_given_the_embedder_down_when_recalling_then_text_alone_answers_and_says_so(service):
-    written = service.remember_batch(
+    written = service.writes.remember_batch(
         AGENT,
         [
             proposal(summary="Customer wants invoices as PDF, in Portuguese"),
             proposal(summary="Customer moved the renewal meeting to Thursday"),
         ],
     )
-    service.embedder = UnavailableQueryEmbedder(service.embedder)
-    response = service.recall(AGENT, RecallRequest(query="invoices PDF", actor_id="user-1"))
+    service = service.replacing(embedder=UnavailableQueryEmbedder(service.deps.embedder))
+    response = service.reads.recall(AGENT, RecallRequest(query="invoices PDF", actor_id="user-1"))
     assert response.degraded[0] == "semantic_unavailable"
     assert response.items[0].episode.event_id == written[0].event_id
     assert response.items[0].components.semantic == 0
@@ -136,7 +136,7 @@ def test_given_the_embedder_down_when_recalling_then_text_alone_answers_and_says
 def test_given_an_expired_digest_when_a_source_is_erased_then_no_copy_of_the_digest_remains(service, clock):
     clock.current = clock.current.replace(hour=18)
     sources = [
-        service.remember(
+        service.writes.remember(
             AGENT,
             proposal(
                 actorId="cust-olga",
@@ -147,21 +147,21 @@ def test_given_an_expired_digest_when_a_source_is_erased_then_no_copy_of_the_dig
         ).event_id
         for n in range(6)
     ]
-    digest = service.summarise()[0].event_id
+    digest = service.summarisation.summarise()[0].event_id
     clock.advance(days=1, hours=1)  # the digest expires with its first source
-    service.sweep()
-    expired, _ = service.audit(OPERATOR, event_id=digest, action="episode.expired")
+    service.sweeper.sweep()
+    expired, _ = service.admin.audit(OPERATOR, event_id=digest, action="episode.expired")
     assert expired and expired[0].detail["archived"] is False and "archiveKey" not in expired[0].detail
-    assert not service.archive.contains("acme", digest)
+    assert not service.deps.archive.contains("acme", digest)
     for event_id in sources[1:]:
-        service.erase(OPERATOR, event_id)
-    assert not service.archive.contains("acme", digest)
+        service.erasure.erase(OPERATOR, event_id)
+    assert not service.deps.archive.contains("acme", digest)
 
 
 def test_given_an_empty_actor_id_when_an_agent_lists_the_timeline_then_private_episodes_stay_hidden(service):
-    service.remember(
+    service.writes.remember(
         AGENT, proposal(actorId="cust-ivo", privacyClass="private", summary="Ivo's PIN reset was approved")
     )
-    public = service.remember(AGENT, proposal(actorId="cust-ivo", summary="Ivo asked for paper invoices"))
-    listed = service.timeline(AGENT, actor_id="")  # ?actorId= : names no actor, so admits no private class
+    public = service.writes.remember(AGENT, proposal(actorId="cust-ivo", summary="Ivo asked for paper invoices"))
+    listed = service.reads.timeline(AGENT, actor_id="")  # ?actorId= : names no actor, so admits no private class
     assert [e.event_id for e in listed.items] == [public.event_id]

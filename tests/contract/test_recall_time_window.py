@@ -21,8 +21,8 @@ EPISODES = [
 
 def test_given_only_a_time_phrase_when_recalled_then_the_window_is_returned_newest_first(service):
     for day, summary in EPISODES:
-        service.remember(AGENT, proposal(summary=summary, occurredAt=at(day, 9 + len(summary) % 5)))
-    response = service.recall(AGENT, RecallRequest(query="what happened yesterday?"))
+        service.writes.remember(AGENT, proposal(summary=summary, occurredAt=at(day, 9 + len(summary) % 5)))
+    response = service.reads.recall(AGENT, RecallRequest(query="what happened yesterday?"))
     summaries = [item.episode.summary for item in response.items]
     assert sorted(summaries) == sorted(s for day, s in EPISODES if day == 28)
     occurred = [item.episode.occurred_at for item in response.items]
@@ -33,8 +33,8 @@ def test_given_only_a_time_phrase_when_recalled_then_the_window_is_returned_newe
 
 def test_given_a_time_phrase_and_words_when_recalled_then_the_words_still_rank(service):
     for day, summary in EPISODES:
-        service.remember(AGENT, proposal(summary=summary, occurredAt=at(day)))
-    response = service.recall(AGENT, RecallRequest(query="what did finance change yesterday?"))
+        service.writes.remember(AGENT, proposal(summary=summary, occurredAt=at(day)))
+    response = service.reads.recall(AGENT, RecallRequest(query="what did finance change yesterday?"))
     assert response.items and "invoice run" in response.items[0].episode.summary
     assert response.items[0].components.relevance > 0
 
@@ -50,9 +50,9 @@ def test_given_a_calendar_phrase_when_recalled_then_turns_two_weeks_either_side_
         (day(28), "Dana sorted the Bergen birthday photos into an album"),  # 3 weeks after
     ]
     for moment, summary in dated:
-        service.remember(AGENT, proposal(summary=summary, occurredAt=moment.isoformat()))
+        service.writes.remember(AGENT, proposal(summary=summary, occurredAt=moment.isoformat()))
 
-    response = service.recall(AGENT, RecallRequest(query="What did Dana do in the first week of November 2026?"))
+    response = service.reads.recall(AGENT, RecallRequest(query="What did Dana do in the first week of November 2026?"))
 
     assert response.interpretation.time_phrase == "in the first week of november 2026"
     assert (response.interpretation.occurred_after, response.interpretation.occurred_before) == (
@@ -69,14 +69,14 @@ def day(number: int, month: int = 11) -> datetime:
 
 def test_given_only_a_calendar_phrase_when_recalled_then_that_day_is_the_answer(service):
     for number in (2, 3, 4):
-        service.remember(
+        service.writes.remember(
             AGENT,
             proposal(
                 summary=f"Shift report {number}: the night crew restocked ward B", occurredAt=day(number).isoformat()
             ),
         )
 
-    response = service.recall(AGENT, RecallRequest(query="What happened on 3 November 2026?"))
+    response = service.reads.recall(AGENT, RecallRequest(query="What happened on 3 November 2026?"))
 
     assert [item.episode.summary for item in response.items] == ["Shift report 3: the night crew restocked ward B"]
     assert response.interpretation.occurred_after == datetime(2026, 11, 3, tzinfo=UTC)

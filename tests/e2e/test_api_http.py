@@ -114,7 +114,7 @@ def test_given_routine_chatter_when_posted_then_403_deny_with_reason_and_policy_
     assert body["decision"] == "deny"
     assert "not_memorable" in body["reason"]
     assert "not_memorable" in body["reasons"]
-    assert body["policyVersion"] == api.service.policy.version
+    assert body["policyVersion"] == api.service.deps.policy.version
     assert body.get("eventId") is None
     assert timeline_ids(api) == []
 
@@ -351,7 +351,7 @@ def test_given_no_token_when_checking_health_then_200_ok(api: Api) -> None:
     body = response.json()
     assert body["status"] == "ok"
     assert body["backend"] == "local-sqlite"
-    assert body["policyVersion"] == api.service.policy.version
+    assert body["policyVersion"] == api.service.deps.policy.version
     assert "MiniLM" in body["embedder"]
 
 
@@ -649,7 +649,7 @@ def test_given_an_episode_when_erased_then_it_is_gone_and_the_audit_keeps_no_tex
 
 
 def data_files_containing(api: Api, needle: str) -> list[str]:
-    data_dir = api.service.settings.data_dir.resolve()
+    data_dir = api.service.deps.settings.data_dir.resolve()
     return sorted(
         str(path.relative_to(data_dir))
         for path in data_dir.rglob("*")

@@ -13,12 +13,12 @@ def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act
     data = tmp_path / "data"
     now = datetime.now(UTC)
     old = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now - timedelta(days=60)))
-    stale = old.remember(AGENT, proposal(summary="Vending machine on floor 2 was restocked", importance=0.05,
+    stale = old.writes.remember(AGENT, proposal(summary="Vending machine on floor 2 was restocked", importance=0.05,
                                          occurredAt=(now - timedelta(days=60)).isoformat()))  # fmt: skip
     old.close()
     fresh = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now))
     for n in range(6):
-        fresh.remember(AGENT, proposal(summary=f"Backup job {n} copied {n + 3} GB to the vault", actorId="backup-bot",
+        fresh.writes.remember(AGENT, proposal(summary=f"Backup job {n} copied {n + 3} GB to the vault", actorId="backup-bot",
                                        occurredAt=(now - timedelta(hours=n + 1)).isoformat()))  # fmt: skip
     fresh.close()
 

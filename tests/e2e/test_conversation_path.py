@@ -87,11 +87,13 @@ def test_given_private_disclosures_configured_when_one_is_added_then_only_recall
     agent = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent-1")
     text = "Can I tell you something? I was diagnosed with anxiety and started therapy on Tuesday."
     with service:
-        result = service.add_turns(agent, "s2", TurnsRequest.model_validate({"turns": [turn(1, "sam", text)]}))
+        result = service.conversations.add_turns(
+            agent, "s2", TurnsRequest.model_validate({"turns": [turn(1, "sam", text)]})
+        )
         kept = result.turns[0]
         assert {"sensitive:mental_health", "privacy_raised_to_private"} <= set(kept.reasons)
-        assert service.recall(agent, RecallRequest(query="therapy")).items == []
-        scoped = service.recall(agent, RecallRequest(query="therapy", actorId="sam")).items
+        assert service.reads.recall(agent, RecallRequest(query="therapy")).items == []
+        scoped = service.reads.recall(agent, RecallRequest(query="therapy", actorId="sam")).items
         assert [i.episode.event_id for i in scoped] == [kept.event_id]
 
 

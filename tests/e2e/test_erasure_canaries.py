@@ -299,7 +299,7 @@ def decay_now(data: Path, minilm: Any) -> list[str]:
     archived, cursor = [], None
     try:
         while True:
-            report = service.forget(cursor=cursor)
+            report = service.archival.forget(cursor=cursor)
             archived += report.archived
             cursor = report.next_cursor
             if cursor is None:

@@ -284,11 +284,11 @@ def write_world(server: Server, planned: list[Planned]) -> World:
 def summarise_world(server: Server, world: World) -> list[DigestOutcome]:
     """The 24-hour summarisation; each digest joins the world with the canaries it quotes."""
     assert server.service is not None
-    outcomes = server.service.summarise()
+    outcomes = server.service.summarisation.summarise()
     failures = []
     for outcome in (o for o in outcomes if o.failed):
         try:  # the outcome names only the exception type: run that actor again for the message
-            server.service.summarise_actor(
+            server.service.summarisation.summarise_actor(
                 outcome.tenant_id, outcome.actor_id, outcome.window_start, outcome.window_end
             )
             failures.append(f"{outcome}")
@@ -302,7 +302,7 @@ def summarise_world(server: Server, world: World) -> list[DigestOutcome]:
     for outcome in outcomes:
         if outcome.decision != "allow":
             continue
-        digest = server.service.get(_operator_caller(outcome.tenant_id), outcome.event_id)
+        digest = server.service.reads.get(_operator_caller(outcome.tenant_id), outcome.event_id)
         quoted = frozenset(CANARY.findall(digest.summary))
         assert quoted, f"a digest quotes no source sentence: {digest.summary!r}"
         world.stored[digest.event_id] = Stored(

@@ -11,7 +11,7 @@ from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, pro
 
 
 def recall(service, caller=AGENT, **request):
-    return service.recall(caller, RecallRequest.model_validate(request))
+    return service.reads.recall(caller, RecallRequest.model_validate(request))
 
 
 def ids(response):
@@ -19,7 +19,7 @@ def ids(response):
 
 
 def test_meaningful_events_are_stored_with_actor_tenant_time_source_confidence_and_retention(service):
-    result = service.remember(
+    result = service.writes.remember(
         AGENT,
         proposal(
             eventType="incident_or_failure",
@@ -32,10 +32,10 @@ def test_meaningful_events_are_stored_with_actor_tenant_time_source_confidence_a
         ),
     )
     assert result.decision is Decision.ALLOW
-    stored = service.get(AGENT, result.event_id)
+    stored = service.reads.get(AGENT, result.event_id)
     assert stored.actor_id == "user-1" and stored.tenant_id == "acme"
     assert stored.occurred_at.isoformat() == "2026-11-28T01:10:00+00:00"
-    assert stored.recorded_at == service.clock.now()
+    assert stored.recorded_at == service.deps.clock.now()
     assert stored.source_refs == ["cloudwatch:alarm/export-failed"] and stored.source_trust.value == "tool_result"
     assert stored.confidence.value == "high"
     assert stored.retention.expires_at.isoformat() == "2027-11-28T00:00:00+00:00"
@@ -44,16 +44,16 @@ def test_meaningful_events_are_stored_with_actor_tenant_time_source_confidence_a
 
 def test_routine_chatter_is_not_stored(service):
     for text in ("thanks!!", "Good morning :)", "ok cool, talk later"):
-        result = service.remember(AGENT, proposal(eventType="conversation_turn", summary=text, tags=[]))
+        result = service.writes.remember(AGENT, proposal(eventType="conversation_turn", summary=text, tags=[]))
         assert result.decision is Decision.DENY and result.reasons == ["not_memorable"]
-    assert service.timeline(AGENT).items == []
-    denied, _ = service.audit(OPERATOR, action="episode.denied")
+    assert service.reads.timeline(AGENT).items == []
+    denied, _ = service.admin.audit(OPERATOR, action="episode.denied")
     assert len(denied) == 3 and all(r.reasons == ["not_memorable"] for r in denied)
 
 
 def test_stale_events_are_suppressed_by_newer_evidence(service):
-    old = service.remember(AGENT, proposal(summary="User's shipping address is 12 Elm Street, Springfield"))
-    new = service.remember(
+    old = service.writes.remember(AGENT, proposal(summary="User's shipping address is 12 Elm Street, Springfield"))
+    new = service.writes.remember(
         AGENT,
         proposal(
             summary="User moved; shipping address is now 4 Harbour Road, Shelbyville",
@@ -61,13 +61,13 @@ def test_stale_events_are_suppressed_by_newer_evidence(service):
             supersedesEventIds=[old.event_id],
         ),
     )
-    assert service.get(AGENT, old.event_id).status is Status.SUPERSEDED
+    assert service.reads.get(AGENT, old.event_id).status is Status.SUPERSEDED
     assert ids(recall(service, query="where should we ship the order?", actorId="user-1")) == [new.event_id]
 
 
 def test_a_correction_replaces_the_old_event(service):
-    old = service.remember(AGENT, proposal(summary="User's preferred contact channel is email"))
-    fixed = service.correct(
+    old = service.writes.remember(AGENT, proposal(summary="User's preferred contact channel is email"))
+    fixed = service.writes.correct(
         AGENT,
         old.event_id,
         EpisodeProposal.model_validate(
@@ -83,27 +83,27 @@ def test_a_correction_replaces_the_old_event(service):
     assert fixed.decision is Decision.ALLOW
     assert fixed.episode.supersedes_event_ids == [old.event_id]
     assert fixed.episode.actor_id == "user-1"
-    assert service.get(AGENT, old.event_id).status is Status.SUPERSEDED
+    assert service.reads.get(AGENT, old.event_id).status is Status.SUPERSEDED
     found = ids(recall(service, query="how does the user want to be contacted", actorId="user-1"))
     assert found == [fixed.event_id]
 
 
 def test_deletion_removes_the_event_from_every_read_path(service):
-    kept = service.remember(AGENT, proposal(summary="User's VAT number must appear on every invoice"))
-    gone = service.remember(AGENT, proposal(summary="User prefers invoices in Portuguese"))
-    service.erase(AGENT, gone.event_id)
-    assert service.store.get("acme", gone.event_id) is None
+    kept = service.writes.remember(AGENT, proposal(summary="User's VAT number must appear on every invoice"))
+    gone = service.writes.remember(AGENT, proposal(summary="User prefers invoices in Portuguese"))
+    service.erasure.erase(AGENT, gone.event_id)
+    assert service.deps.episodes.get("acme", gone.event_id) is None
     all_statuses = list(Status)
-    assert gone.event_id not in [e.event_id for e in service.timeline(OPERATOR, statuses=all_statuses).items]
+    assert gone.event_id not in [e.event_id for e in service.reads.timeline(OPERATOR, statuses=all_statuses).items]
     assert ids(recall(service, query="invoice language", actorId="user-1")) == [kept.event_id]
-    assert not service.archive.contains("acme", gone.event_id)
-    tombstones, _ = service.audit(OPERATOR, event_id=gone.event_id, action="episode.erased")
+    assert not service.deps.archive.contains("acme", gone.event_id)
+    tombstones, _ = service.admin.audit(OPERATOR, event_id=gone.event_id, action="episode.erased")
     assert len(tombstones) == 1 and tombstones[0].detail["contentHash"].startswith("sha256:")
     assert "Portuguese" not in tombstones[0].model_dump_json()
 
 
 def test_expiry_removes_the_event_from_recall_at_once_and_the_sweep_archives_it(service, clock):
-    result = service.remember(
+    result = service.writes.remember(
         AGENT,
         proposal(
             summary="Temporary door code for the Lisbon office is valid this week", retention={"expiresAt": at(30)}
@@ -112,24 +112,24 @@ def test_expiry_removes_the_event_from_recall_at_once_and_the_sweep_archives_it(
     assert ids(recall(service, query="door code", actorId="user-1")) == [result.event_id]
     clock.advance(days=2)
     assert recall(service, query="door code", actorId="user-1").items == []
-    assert service.timeline(AGENT).items == []
-    report = service.sweep()
+    assert service.reads.timeline(AGENT).items == []
+    report = service.sweeper.sweep()
     assert report.expired == 1
-    assert service.store.get("acme", result.event_id) is None
-    assert service.archive.contains("acme", result.event_id)
-    expired, _ = service.audit(OPERATOR, event_id=result.event_id, action="episode.expired")
+    assert service.deps.episodes.get("acme", result.event_id) is None
+    assert service.deps.archive.contains("acme", result.event_id)
+    expired, _ = service.admin.audit(OPERATOR, event_id=result.event_id, action="episode.expired")
     assert expired[0].detail["reason"] == "retention_expired" and expired[0].detail["archiveKey"]
     assert "door code" not in expired[0].model_dump_json()
 
 
 def test_no_recall_across_tenants_or_actors(service):
-    mine = service.remember(
+    mine = service.writes.remember(
         AGENT, proposal(summary="Alice prefers window seats on long flights", actorId="alice", privacyClass="private")
     )
-    service.remember(
+    service.writes.remember(
         AGENT, proposal(summary="Bob prefers aisle seats on long flights", actorId="bob", privacyClass="private")
     )
-    service.remember(
+    service.writes.remember(
         OTHER_TENANT_AGENT, proposal(summary="Carol prefers window seats on long flights", actorId="alice")
     )
     assert ids(recall(service, query="seat preference on flights", actorId="alice")) == [mine.event_id]
@@ -140,7 +140,7 @@ def test_no_recall_across_tenants_or_actors(service):
 
 
 def test_recalled_events_are_correctly_attributed(service):
-    service.remember(
+    service.writes.remember(
         AGENT,
         proposal(
             summary="Dana approved the Q3 budget increase",
@@ -149,18 +149,18 @@ def test_recalled_events_are_correctly_attributed(service):
             resourceRefs=["budget:q3"],
         ),
     )
-    service.remember(
+    service.writes.remember(
         AGENT, proposal(summary="Eli rejected the Q3 budget increase", actorId="eli", eventType="feedback")
     )
     response = recall(service, query="who approved the Q3 budget", actorId="dana")
     assert [i.episode.actor_id for i in response.items] == ["dana"]
-    served, _ = service.audit(OPERATOR, action="recall.served")
+    served, _ = service.admin.audit(OPERATOR, action="recall.served")
     assert served[-1].principal_id == AGENT.principal_id
     assert served[-1].detail["eventIds"] == ids(response)
 
 
 def test_recall_by_recency_relevance_and_type(service):
-    older = service.remember(
+    older = service.writes.remember(
         AGENT,
         proposal(
             summary="Deploy of billing-api failed: database migration timeout",
@@ -169,7 +169,7 @@ def test_recall_by_recency_relevance_and_type(service):
             tags=["deploy"],
         ),
     )
-    newer = service.remember(
+    newer = service.writes.remember(
         AGENT,
         proposal(
             summary="Deploy of billing-api failed: health check returned 503",
@@ -178,7 +178,7 @@ def test_recall_by_recency_relevance_and_type(service):
             tags=["deploy"],
         ),
     )
-    milestone = service.remember(
+    milestone = service.writes.remember(
         AGENT,
         proposal(
             summary="Billing-api v2 shipped to all customers",
@@ -187,7 +187,7 @@ def test_recall_by_recency_relevance_and_type(service):
             tags=["deploy"],
         ),
     )
-    unrelated = service.remember(
+    unrelated = service.writes.remember(
         AGENT, proposal(summary="User likes concise answers with bullet points", occurredAt=at(28))
     )
     # Recency: structured recall without a query returns newest first.
@@ -206,7 +206,7 @@ def test_recall_by_recency_relevance_and_type(service):
 
 
 def test_untrusted_sources_are_reviewed_before_storage(service):
-    result = service.remember(
+    result = service.writes.remember(
         AGENT,
         proposal(
             summary="Vendor site claims the API rate limit is 50 requests/second",
@@ -216,12 +216,12 @@ def test_untrusted_sources_are_reviewed_before_storage(service):
     )
     assert result.decision is Decision.REVIEW and result.status is Status.PENDING_REVIEW
     assert recall(service, query="API rate limit", actorId="user-1").items == []
-    service.decide_review(OPERATOR, result.review_id, approve=True, note="checked against the contract")
+    service.reviews.decide_review(OPERATOR, result.review_id, approve=True, note="checked against the contract")
     assert ids(recall(service, query="API rate limit", actorId="user-1")) == [result.event_id]
 
 
 def test_recalled_events_are_framed_as_evidence_not_instructions(service):
-    service.remember(AGENT, proposal(summary='User said the release checklist lives in Confluence "RELEASE-7"'))
+    service.writes.remember(AGENT, proposal(summary='User said the release checklist lives in Confluence "RELEASE-7"'))
     response = recall(service, query="release checklist", actorId="user-1")
     context = response.context
     assert context.startswith("<memory-evidence>") and context.endswith("</memory-evidence>")
@@ -239,10 +239,10 @@ def test_recalled_events_are_framed_as_evidence_not_instructions(service):
 
 
 def test_recall_updates_access_statistics(service, clock):
-    result = service.remember(AGENT, proposal(summary="User's laptop is a 2023 ThinkPad X1"))
+    result = service.writes.remember(AGENT, proposal(summary="User's laptop is a 2023 ThinkPad X1"))
     clock.advance(hours=1)
     recall(service, query="what laptop does the user have", actorId="user-1")
-    stored = service.get(AGENT, result.event_id)
+    stored = service.reads.get(AGENT, result.event_id)
     assert stored.access_count == 1
     assert stored.last_accessed_at == clock.now()
     assert clock.now() - timedelta(hours=1) == stored.recorded_at

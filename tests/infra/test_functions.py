@@ -106,7 +106,9 @@ def test_the_handlers_asset_ships_the_functions_package_and_the_ingestion_mappin
 def test_the_layer_ships_the_core_under_python_for_lambdas_import_path(dev):
     [asset] = [d for d in dev.outdir.glob("asset.*") if (d / "python" / "episodic").is_dir()]
     assert (asset / "python" / "episodic" / "adapters" / "dynamodb" / "tables.py").exists()
-    assert (asset / "python" / "episodic" / "domain" / "policy" / "data" / "chatter_train.jsonl").exists()
+    data = asset / "python" / "episodic" / "domain" / "policy" / "data"
+    assert (data / "chatter_model.json").exists() and not (data / "chatter_train.jsonl").exists()
+    assert not (asset / "python" / "episodic" / "entrypoints" / "cli").exists()  # local-only: not shipped
     for built in (dev.stack.code.layer, dev.stack.code.auth_layer):
         layer = dev.template["Resources"][dev.logical_id(built)]["Properties"]
         assert layer["CompatibleRuntimes"] == ["python3.13"]

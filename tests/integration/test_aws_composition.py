@@ -29,10 +29,10 @@ def test_given_an_endpoint_when_the_lambda_service_is_built_then_recall_falls_ba
     settings = Settings(embedder="titan", opensearch_endpoint="https://search-x.us-east-1.es.amazonaws.com")
     service = service_from_settings(settings)  # builds clients only: no model, no request
 
-    assert isinstance(service.index, FallbackRecallIndex)
-    assert isinstance(service.index.primary, OpenSearchRecallIndex)
-    assert isinstance(service.index.fallback, DynamoScopedIndex)
-    transport = service.index.primary.client.transport
+    assert isinstance(service.deps.index, FallbackRecallIndex)
+    assert isinstance(service.deps.index.primary, OpenSearchRecallIndex)
+    assert isinstance(service.deps.index.fallback, DynamoScopedIndex)
+    transport = service.deps.index.primary.client.transport
     assert transport.retry_on_timeout is False and pytest.approx(2.0) == RECALL_TIMEOUT_SECONDS
     (connection,) = transport.connection_pool.connections
     assert connection.timeout == RECALL_TIMEOUT_SECONDS, "well inside the API's 29 s, so the fallback can answer"
@@ -42,4 +42,4 @@ def test_given_no_endpoint_when_the_lambda_service_is_built_then_recall_uses_the
     from episodic.adapters.opensearch.scoped import DynamoScopedIndex
     from episodic.bootstrap.aws import service_from_settings
 
-    assert isinstance(service_from_settings(Settings(embedder="titan")).index, DynamoScopedIndex)
+    assert isinstance(service_from_settings(Settings(embedder="titan")).deps.index, DynamoScopedIndex)

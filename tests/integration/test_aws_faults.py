@@ -353,7 +353,7 @@ def test_given_dynamodb_throttling_the_expiry_audit_when_a_ttl_removal_arrives_t
 def expire_into_archive(clock: Any, wired: Any, **overrides: Any) -> str:
     event_id = remember(retention={"expiresAt": at(30)}, **overrides)
     clock.advance(days=2)
-    wired.sweep()
+    wired.sweeper.sweep()
     return event_id
 
 
@@ -482,13 +482,13 @@ def test_given_opensearch_down_and_a_scope_too_large_for_the_fallback_when_recal
 ):
     remember()
     remember(summary="Customer wants invoices in Portuguese")
-    store = wired.store
+    store = wired.deps.episodes
     client = client_for(closed_port, "us-east-1", "es", timeout=0.3, retry_on_timeout=False)
     index = FallbackRecallIndex(
         OpenSearchRecallIndex(client, "episodic-recall", minilm.dimension, minilm.name),
         DynamoScopedIndex(store, max_scope=1, embedder=minilm.name),
     )
-    scope = Scope(tenant_id="acme", now=wired.clock.now(), actor_id="customer-42")
+    scope = Scope(tenant_id="acme", now=wired.deps.clock.now(), actor_id="customer-42")
 
     with pytest.raises(StorageError) as raised:
         index.candidates(scope, "invoice", minilm.embed(["invoice"])[0], 10, embedder=minilm.name)

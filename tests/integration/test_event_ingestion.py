@@ -68,7 +68,7 @@ def wired(local_service, mapping):
 
 def written(service, caller: Caller) -> list[Any]:
     """Every episode of the tenant, pending review included (the caller is an operator)."""
-    return service.timeline(caller, statuses=list(Status), limit=200).items
+    return service.reads.timeline(caller, statuses=list(Status), limit=200).items
 
 
 def test_given_a_ticket_closed_event_when_delivered_then_it_is_an_active_episode_as_the_mapping_says(wired):
@@ -89,7 +89,7 @@ def test_given_a_ticket_closed_event_when_delivered_then_it_is_an_active_episode
     assert episode.occurred_at == datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
     assert episode.retention.expires_at == datetime(2027, 11, 28, 10, 0, tzinfo=UTC)
     assert episode.tags == ["support", "ticket-closed"]
-    [audit], _ = wired.audit(ACME, event_id=episode.event_id, action="episode.written")
+    [audit], _ = wired.admin.audit(ACME, event_id=episode.event_id, action="episode.written")
     assert audit.principal_id == "eventbridge:acme.helpdesk"
 
 
@@ -121,7 +121,7 @@ def test_given_an_event_delivered_twice_when_redelivered_then_nothing_new_is_wri
     assert invoke(sqs_batch(event, event)) == {"batchItemFailures": []}  # a new SQS message each time
 
     assert [e.event_id for e in written(wired, ACME)] == [first.event_id]
-    assert len(wired.audit(ACME, action="episode.written")[0]) == 1
+    assert len(wired.admin.audit(ACME, action="episode.written")[0]) == 1
     replay = EventIngestor(mapping, wired).ingest(event)
     assert (replay.status, replay.result.event_id) == ("written", first.event_id)
 
@@ -166,7 +166,7 @@ def test_given_an_event_whose_summary_is_chatter_when_delivered_then_the_policy_
 
     outcome = ingestor.ingest(event)
 
-    api_write = local_service.remember(
+    api_write = local_service.writes.remember(
         Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent:acme"), translation.proposal
     )
     assert outcome.status == "denied"
@@ -174,31 +174,33 @@ def test_given_an_event_whose_summary_is_chatter_when_delivered_then_the_policy_
     # The same verdict through the API; there the mapping's workflow provenance is only a claim.
     assert api_write.decision is Decision.DENY and "not_memorable" in api_write.reasons
     assert written(local_service, ACME) == []
-    denials, _ = local_service.audit(ACME, action="episode.denied")
+    denials, _ = local_service.admin.audit(ACME, action="episode.denied")
     assert {d.principal_id for d in denials} == {"eventbridge:acme.helpdesk", "agent:acme"}
 
 
 def test_given_a_storage_failure_on_one_record_when_delivered_then_only_that_record_is_retried(wired, monkeypatch):
-    apply_many = wired.store.apply_many  # the write path's one commit call
+    apply_many = wired.deps.episodes.apply_many  # the write path's one commit call
 
     def globex_unavailable(change_sets):
         if any(changes.tenant_id == "globex" for changes in change_sets):
             raise StorageError("the store is unavailable")
         return apply_many(change_sets)
 
-    monkeypatch.setattr(wired.store, "apply_many", globex_unavailable)
+    monkeypatch.setattr(wired.deps.episodes, "apply_many", globex_unavailable)
     batch = sqs_batch(sample("ticket_closed"), sample("order_shipped"), sample("incident_opened"))
 
     assert invoke(batch) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     assert len(written(wired, ACME)) == 2
 
-    monkeypatch.setattr(wired.store, "apply_many", apply_many)  # the store recovers; SQS redelivers the failed record
+    monkeypatch.setattr(
+        wired.deps.episodes, "apply_many", apply_many
+    )  # the store recovers; SQS redelivers the failed record
     assert invoke(sqs_batch(sample("order_shipped"))) == {"batchItemFailures": []}
     assert [e.actor_id for e in written(wired, GLOBEX)] == ["shopper-1009"]
 
 
 def test_given_writes_disabled_for_a_tenant_when_delivered_then_its_records_wait_for_a_retry(wired):
-    wired.set_writes(ACME, enabled=False, reason="maintenance")
+    wired.admin.set_writes(ACME, enabled=False, reason="maintenance")
 
     result = invoke(sqs_batch(sample("ticket_closed"), sample("order_shipped")))
 
@@ -223,7 +225,7 @@ def test_given_the_settings_in_the_environment_when_invoked_then_the_handler_bui
     try:
         assert invoke(sqs_batch(sample("incident_opened"))) == {"batchItemFailures": []}
         with events.get_ingestor().service as built:  # its own root: not the API's service
-            assert built.settings.data_dir == tmp_path / "data"
+            assert built.deps.settings.data_dir == tmp_path / "data"
             assert [e.actor_id for e in written(built, ACME)] == ["billing-api"]
     finally:
         events.set_ingestor(None)

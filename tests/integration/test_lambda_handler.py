@@ -44,7 +44,7 @@ def test_given_an_event_without_authorizer_context_when_invoked_then_it_is_unaut
     event["requestContext"]["authorizer"] = None
     response = invoke(event)
     assert response["statusCode"] == 401
-    assert wired.store.count("acme") == 0
+    assert wired.deps.episodes.count("acme") == 0
 
 
 def test_given_a_body_naming_another_tenant_when_invoked_then_it_is_forbidden(wired):

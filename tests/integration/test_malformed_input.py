@@ -92,7 +92,7 @@ def test_given_malformed_input_when_sent_then_it_gets_a_4xx_and_nothing_changes(
     response = call(method, path, body, caller=caller)
     assert 400 <= response["statusCode"] < 500, response
     assert "error" in json.loads(response["body"])
-    assert wired.store.count("acme") == 0
+    assert wired.deps.episodes.count("acme") == 0
 
 
 @pytest.mark.parametrize("phrase", ["in the last 99999999 days", "in december 9999", "since october 0000"])
@@ -108,7 +108,7 @@ def test_given_a_time_phrase_out_of_range_when_recalled_then_it_is_read_as_text(
 def test_given_a_body_that_is_not_json_when_sent_then_it_is_415(wired, content_type):
     response = call("POST", "/v1/episodes", "a=b", content_type=content_type)
     assert response["statusCode"] == 415
-    assert wired.store.count("acme") == 0
+    assert wired.deps.episodes.count("acme") == 0
 
 
 def test_given_a_json_body_with_a_charset_when_sent_then_it_is_accepted(wired):

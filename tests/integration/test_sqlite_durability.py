@@ -43,30 +43,30 @@ def test_given_a_writer_killed_mid_stream_when_reopened_then_every_acknowledged_
 
 
 def test_given_the_audit_log_when_someone_tries_to_rewrite_it_then_the_database_refuses(local_service):
-    local_service.remember(AGENT, proposal())
-    with local_service.store.reading() as conn:
+    local_service.writes.remember(AGENT, proposal())
+    with local_service.deps.episodes.reading() as conn:
         with pytest.raises(Exception, match="append-only"):
             conn.execute("UPDATE audit SET action = 'nothing'")
         with pytest.raises(Exception, match="append-only"):
             conn.execute("DELETE FROM audit")
-    assert local_service.audit(OPERATOR)[0][0].action == "episode.written"
+    assert local_service.admin.audit(OPERATOR)[0][0].action == "episode.written"
 
 
 def test_given_an_erased_episode_when_the_files_are_read_raw_then_its_text_is_nowhere(local_service, tmp_path):
     marker = "Zanzibarquux"
-    kept = local_service.remember(AGENT, proposal(summary="User prefers morning meetings before ten"))
-    gone = local_service.remember(AGENT, proposal(summary=f"User's childhood nickname was {marker}"))
-    local_service.erase(AGENT, gone.event_id)
+    kept = local_service.writes.remember(AGENT, proposal(summary="User prefers morning meetings before ten"))
+    gone = local_service.writes.remember(AGENT, proposal(summary=f"User's childhood nickname was {marker}"))
+    local_service.erasure.erase(AGENT, gone.event_id)
     data_dir = tmp_path / "data"
     raw = b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
     assert marker.encode() not in raw
     assert marker.lower().encode() not in raw  # nor the FTS token
     assert b"morning meetings" in raw  # the check can see text that is still there
-    assert local_service.get(AGENT, kept.event_id)
+    assert local_service.reads.get(AGENT, kept.event_id)
 
 
 def test_given_the_database_when_opened_then_it_runs_in_wal_mode_with_full_sync(local_service):
-    with local_service.store.reading() as conn:
+    with local_service.deps.episodes.reading() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
@@ -78,7 +78,7 @@ def test_given_concurrent_writers_when_they_finish_then_no_write_is_lost(local_s
     def write(worker: int) -> None:
         try:
             for n in range(5):
-                local_service.remember(
+                local_service.writes.remember(
                     AGENT, proposal(summary=f"Worker {worker} recorded build {n} passing on staging cluster")
                 )
         except Exception as exc:  # pragma: no cover - reported below
@@ -90,7 +90,7 @@ def test_given_concurrent_writers_when_they_finish_then_no_write_is_lost(local_s
     for t in threads:
         t.join()
     assert errors == []
-    assert local_service.store.count("acme") == 20
+    assert local_service.deps.episodes.count("acme") == 20
 
 
 def test_given_a_restart_when_the_service_reopens_the_data_dir_then_memories_are_recalled(tmp_path, minilm, clock):
@@ -99,22 +99,22 @@ def test_given_a_restart_when_the_service_reopens_the_data_dir_then_memories_are
 
     settings = Settings(data_dir=tmp_path / "data")
     first = build_local_service(settings, embedder=minilm, clock=clock)
-    written = first.remember(AGENT, proposal(summary="The staging database password rotates every 30 days"))
+    written = first.writes.remember(AGENT, proposal(summary="The staging database password rotates every 30 days"))
     first.close()
     second = build_local_service(settings, embedder=minilm, clock=clock)
-    items = second.recall(AGENT, RecallRequest(query="when does the password rotate", actor_id="user-1")).items
+    items = second.reads.recall(AGENT, RecallRequest(query="when does the password rotate", actor_id="user-1")).items
     assert [i.episode.event_id for i in items] == [written.event_id]
     second.close()
 
 
 def test_given_an_archived_record_when_read_then_it_is_compressed_json_with_the_episode(local_service, clock):
-    result = local_service.remember(AGENT, proposal(retention={"expiresAt": "2026-11-30T00:00:00Z"}))
+    result = local_service.writes.remember(AGENT, proposal(retention={"expiresAt": "2026-11-30T00:00:00Z"}))
     clock.advance(days=3)
-    local_service.sweep()
-    record = local_service.archive.get("acme", result.event_id)
+    local_service.sweeper.sweep()
+    record = local_service.deps.archive.get("acme", result.event_id)
     assert record["reason"] == "retention_expired"
     assert record["episode"]["eventId"] == result.event_id
-    files = list((local_service.archive.root).rglob("*.json.gz"))
+    files = list((local_service.deps.archive.root).rglob("*.json.gz"))
     assert len(files) == 1 and files[0].read_bytes()[:2] == b"\x1f\x8b"
     assert json.dumps(record)
 
@@ -153,20 +153,20 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
 def test_given_parsed_episodes_memoised_when_one_is_erased_then_the_memo_holds_no_copy(local_service):
     from episodic.adapters.sqlite.reads import parsed
 
-    gone = local_service.remember(AGENT, proposal(summary="User's locker code is Quillback 4471"))
-    kept = local_service.remember(AGENT, proposal(summary="User prefers the window seat"))
-    assert local_service.get(AGENT, gone.event_id).summary.startswith("User's locker code")
+    gone = local_service.writes.remember(AGENT, proposal(summary="User's locker code is Quillback 4471"))
+    kept = local_service.writes.remember(AGENT, proposal(summary="User prefers the window seat"))
+    assert local_service.reads.get(AGENT, gone.event_id).summary.startswith("User's locker code")
     assert parsed.cache_info().currsize > 0  # read once, memoised
 
-    local_service.erase(AGENT, gone.event_id)
+    local_service.erasure.erase(AGENT, gone.event_id)
 
     assert parsed.cache_info().currsize == 0
-    assert local_service.get(AGENT, kept.event_id).summary == "User prefers the window seat"
+    assert local_service.reads.get(AGENT, kept.event_id).summary == "User prefers the window seat"
 
 
 def test_given_a_memoised_episode_when_it_changes_then_reads_see_the_change(local_service):
-    first = local_service.remember(AGENT, proposal(summary="The team standup moved to 9:30"))
-    assert local_service.get(AGENT, first.event_id).access_count == 0
-    local_service.recall(AGENT, RecallRequest(query="standup time", actor_id="user-1"))
+    first = local_service.writes.remember(AGENT, proposal(summary="The team standup moved to 9:30"))
+    assert local_service.reads.get(AGENT, first.event_id).access_count == 0
+    local_service.reads.recall(AGENT, RecallRequest(query="standup time", actor_id="user-1"))
 
-    assert local_service.get(AGENT, first.event_id).access_count == 1  # a new document, not the memoised one
+    assert local_service.reads.get(AGENT, first.event_id).access_count == 1  # a new document, not the memoised one

@@ -121,7 +121,7 @@ def test_given_live_writes_when_their_stream_records_are_handled_then_the_record
         embedder=minilm,
         clock=clock,
     )
-    service.remember(AGENT, proposal(summary="Customer asked for quarterly invoices from January"))
+    service.writes.remember(AGENT, proposal(summary="Customer asked for quarterly invoices from January"))
     table = aws_resources["dynamodb"].describe_table(TableName=aws_resources["settings"].timeline_table)["Table"]
     streams = boto3.client("dynamodbstreams")
     shard = streams.describe_stream(StreamArn=table["LatestStreamArn"])["StreamDescription"]["Shards"][0]

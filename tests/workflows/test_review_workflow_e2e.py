@@ -96,24 +96,24 @@ def test_given_an_untrusted_write_when_an_operator_decides_then_the_execution_en
     stack, approve, final_state
 ):
     service, sfn, sqs, queue = stack
-    held = service.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    held = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
     assert held.decision is Decision.REVIEW
     [message] = deliver_review_messages(sqs, queue)
     assert message["reviewId"] == held.review_id and message["episode"]["summary"].startswith("User prefers")
-    assert service.store.review_token("acme", held.review_id) == message["taskToken"]
-    service.decide_review(OPERATOR, held.review_id, approve=approve, note="checked")
+    assert service.deps.episodes.review_token("acme", held.review_id) == message["taskToken"]
+    service.reviews.decide_review(OPERATOR, held.review_id, approve=approve, note="checked")
     execution = wait_for(sfn, execution_of(sfn, held.review_id))
     assert execution["status"] == "SUCCEEDED"
     history = sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
     assert entered[-1] == final_state
-    stored = service.store.get("acme", held.event_id)
+    stored = service.deps.episodes.get("acme", held.event_id)
     assert (stored.status is Status.ACTIVE) if approve else stored is None
 
 
 def test_given_a_decision_before_the_token_arrives_when_the_message_is_consumed_then_the_task_completes(stack):
     service, sfn, sqs, queue = stack
-    held = service.remember(AGENT, proposal(sourceTrust="untrusted_content"))
-    service.decide_review(OPERATOR, held.review_id, approve=True)  # no token yet: nothing to complete
+    held = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    service.reviews.decide_review(OPERATOR, held.review_id, approve=True)  # no token yet: nothing to complete
     deliver_review_messages(sqs, queue)  # the consumer sees a closed review and completes the task
     assert wait_for(sfn, execution_of(sfn, held.review_id))["status"] == "SUCCEEDED"

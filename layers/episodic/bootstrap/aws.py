@@ -64,7 +64,7 @@ def build_aws_service(
         notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store)
     from episodic.adapters.summarisers.extractive import ExtractiveSummariser
 
-    return MemoryService(
+    return MemoryService.build(
         store=store,
         index=scoped if index is None else FallbackRecallIndex(index, scoped),
         archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),

@@ -45,7 +45,7 @@ def build_local_service(
     data_dir = _data_dir(settings)
     embedder = embedder or MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
-    return MemoryService(
+    return MemoryService.build(
         store=store,
         index=store,
         archive=FolderArchive(data_dir / "archive"),

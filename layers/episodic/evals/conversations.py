@@ -90,7 +90,7 @@ def write_conversation(
             )
             for index, turn in enumerate(session["turns"])
         ]
-        results = service.remember_batch(caller, proposals)
+        results = service.writes.remember_batch(caller, proposals)
         for turn, result in zip(session["turns"], results, strict=True):
             privacy = result.episode.privacy_class.value if result.episode is not None else None
             outcome.decisions[turn["turnId"]] = (result.decision.value, privacy)
@@ -109,8 +109,10 @@ def _write_sessions(service: MemoryService, caller: Caller, conversation: dict[s
             }
             for index, turn in enumerate(session["turns"])
         ]
-        result = service.add_turns(caller, session["sessionId"], TurnsRequest.model_validate({"turns": turns}))
-        kept = service.store.get_many(caller.tenant_id, [t.event_id for t in result.turns if t.event_id])
+        result = service.conversations.add_turns(
+            caller, session["sessionId"], TurnsRequest.model_validate({"turns": turns})
+        )
+        kept = service.deps.episodes.get_many(caller.tenant_id, [t.event_id for t in result.turns if t.event_id])
         for turn in result.turns:
             stored = kept.get(turn.event_id or "")
             outcome.decisions[turn.turn_id] = (turn.decision.value, stored.privacy_class.value if stored else None)
@@ -119,7 +121,7 @@ def _write_sessions(service: MemoryService, caller: Caller, conversation: dict[s
 
 def ask(service: MemoryService, caller: Caller, question: str) -> list[str]:
     """The turn ids the top ``K`` recalled items cite, in rank order (duplicates dropped)."""
-    response = service.recall(caller, RecallRequest(query=question, limit=K))
+    response = service.reads.recall(caller, RecallRequest(query=question, limit=K))
     cited = [ref for item in response.items for ref in item.episode.source_refs]
     return list(dict.fromkeys(cited))
 

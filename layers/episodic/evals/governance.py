@@ -72,7 +72,7 @@ def load_episodes(service: MemoryService, caller: Caller, episodes: Iterable[dic
     for start in range(0, len(rows), 100):
         chunk = rows[start : start + 100]
         proposals = [EpisodeProposal.model_validate({k: v for k, v in r.items() if k != "key"}) for r in chunk]
-        for row, result in zip(chunk, service.remember_batch(caller, proposals), strict=True):
+        for row, result in zip(chunk, service.writes.remember_batch(caller, proposals), strict=True):
             if result.event_id is None or result.decision.value != "allow":
                 raise ValueError(f"episode {row['key']} was not stored: {result.decision.value} {result.reasons}")
             keys[row["key"]] = result.event_id
@@ -88,29 +88,25 @@ def evaluate_retrieval(
     modes: Iterable[str] = tuple(MODES),
 ) -> dict[str, ModeResult]:
     by_event = {v: key for key, v in keys.items()}
-    configured = service.ranker
     results = {}
-    try:
-        for mode in modes:
-            weights, interpret = MODES[mode]
-            service.ranker = Ranker(weights) if weights is not None else configured
-            totals: dict[str, list[tuple[float, float]]] = defaultdict(list)
-            misses = []
-            for q in queries:
-                request = RecallRequest(query=q["query"], actor_id=q.get("actorId"), limit=k, interpret=interpret)
-                returned = [by_event.get(i.episode.event_id, "?") for i in service.recall(caller, request).items]
-                scores = (recall_at_k(returned, q["gold"], k), ndcg_at_k(returned, q["gold"], k))
-                totals[q.get("kind", "all")].append(scores)
-                totals["all"].append(scores)
-                if scores[0] < 1.0:
-                    misses.append({"id": q["id"], "query": q["query"], "gold": q["gold"], "returned": returned[:k]})
-            by_kind = {
-                kind: {"recall": sum(s[0] for s in v) / len(v), "ndcg": sum(s[1] for s in v) / len(v), "n": len(v)}
-                for kind, v in totals.items()
-            }
-            results[mode] = ModeResult(mode, k, by_kind["all"]["recall"], by_kind["all"]["ndcg"], by_kind, misses)
-    finally:
-        service.ranker = configured
+    for mode in modes:
+        weights, interpret = MODES[mode]
+        ranked = service if weights is None else service.replacing(ranker=Ranker(weights))
+        totals: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        misses = []
+        for q in queries:
+            request = RecallRequest(query=q["query"], actor_id=q.get("actorId"), limit=k, interpret=interpret)
+            returned = [by_event.get(i.episode.event_id, "?") for i in ranked.reads.recall(caller, request).items]
+            scores = (recall_at_k(returned, q["gold"], k), ndcg_at_k(returned, q["gold"], k))
+            totals[q.get("kind", "all")].append(scores)
+            totals["all"].append(scores)
+            if scores[0] < 1.0:
+                misses.append({"id": q["id"], "query": q["query"], "gold": q["gold"], "returned": returned[:k]})
+        by_kind = {
+            kind: {"recall": sum(s[0] for s in v) / len(v), "ndcg": sum(s[1] for s in v) / len(v), "n": len(v)}
+            for kind, v in totals.items()
+        }
+        results[mode] = ModeResult(mode, k, by_kind["all"]["recall"], by_kind["all"]["ndcg"], by_kind, misses)
     return results
 
 
@@ -163,7 +159,7 @@ def evaluate_writes(service: MemoryService, tenant: str, rows: list[dict[str, An
         # The set judges the policy, not references: ids it supersedes do not exist here.
         fields = {k: v for k, v in row["proposal"].items() if k != "supersedesEventIds"}
         proposal = EpisodeProposal.model_validate(fields)
-        result = service.remember(callers[row.get("caller", "agent")], proposal)
+        result = service.writes.remember(callers[row.get("caller", "agent")], proposal)
         decision = result.decision.value
         correct += decision == row["expected"]
         expected_allow += row["expected"] == "allow"
@@ -175,7 +171,7 @@ def evaluate_writes(service: MemoryService, tenant: str, rows: list[dict[str, An
             unsafe_stored += decision == "allow"
         if row.get("secret"):
             unsafe_total += 1
-            stored = service.store.get(tenant, result.event_id) if result.event_id else None
+            stored = service.deps.episodes.get(tenant, result.event_id) if result.event_id else None
             unsafe_stored += stored is not None and row["secret"] in stored.model_dump_json()
         if decision != row["expected"]:
             wrong.append({"id": row["id"], "expected": row["expected"], "got": decision, "reasons": result.reasons})
@@ -202,7 +198,9 @@ def evaluate_isolation(
     for tenant in (own, other):
         caller = Caller(tenant_id=tenant, role=Role.AGENT, principal_id="eval:agent")
         for q in queries:
-            response = service.recall(caller, RecallRequest(query=q["query"], actor_id=q.get("actorId"), limit=10))
+            response = service.reads.recall(
+                caller, RecallRequest(query=q["query"], actor_id=q.get("actorId"), limit=10)
+            )
             for item in response.items:
                 recalled += 1
                 tenant_leaks += item.episode.tenant_id != tenant
@@ -215,7 +213,7 @@ def evaluate_isolation(
     other_caller = Caller(tenant_id=other, role=Role.AGENT, principal_id="eval:agent")
     for event_id in list(keys.values())[:50]:  # another tenant's ids are not found either
         try:
-            service.get(other_caller, event_id)
+            service.reads.get(other_caller, event_id)
             tenant_leaks += 1
         except NotFoundError:
             pass
@@ -245,25 +243,25 @@ def evaluate_forgetting(
             "sourceRefs": ["eval:correction"],
             "sourceTrust": "user_provided",
         }
-        new = service.correct(agent, old_id, EpisodeProposal.model_validate(correction))
+        new = service.writes.correct(agent, old_id, EpisodeProposal.model_validate(correction))
         found = [
             i.episode.event_id
-            for i in service.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"])).items
+            for i in service.reads.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"])).items
         ]
         stale += old_id in found
-        old = service.store.get(tenant, old_id)
+        old = service.deps.episodes.get(tenant, old_id)
         corrected += new.event_id in found and old is not None and old.status is Status.SUPERSEDED
     victims = [e for e in episodes if e["eventType"] not in ("user_preference_stated",)][:20]
     deleted = 0
     for e in victims:
         event_id = keys[e["key"]]
-        service.erase(operator, event_id)
-        gone = service.store.get(tenant, event_id) is None
-        listed = service.timeline(operator, actor_id=e["actorId"], statuses=list(Status), limit=200).items
+        service.erasure.erase(operator, event_id)
+        gone = service.deps.episodes.get(tenant, event_id) is None
+        listed = service.reads.timeline(operator, actor_id=e["actorId"], statuses=list(Status), limit=200).items
         gone &= event_id not in [x.event_id for x in listed]
-        recall = service.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"], limit=20))
+        recall = service.reads.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"], limit=20))
         gone &= event_id not in [i.episode.event_id for i in recall.items]
-        gone &= not service.archive.contains(tenant, event_id)
+        gone &= not service.deps.archive.contains(tenant, event_id)
         deleted += gone
     expiry = _expiry_success(service, clock, tenant, agent, operator)  # last: it moves the clock on two days
     return {
@@ -279,7 +277,7 @@ def _expiry_success(service: MemoryService, clock: ManualClock, tenant: str, age
     recall and the timeline, and kept in the archive."""
     expiring = []
     for n in range(20):
-        result = service.remember(agent, EpisodeProposal.model_validate({
+        result = service.writes.remember(agent, EpisodeProposal.model_validate({
             "eventType": "tool_observed_event", "actorId": "eval-expiry", "occurredAt": clock.now().isoformat(),
             "summary": f"Temporary access code {n} for the staging VPN bastion issued to the on-call engineer",
             "sourceRefs": [f"eval:expiry-{n}"], "sourceTrust": "tool_result",
@@ -287,16 +285,20 @@ def _expiry_success(service: MemoryService, clock: ManualClock, tenant: str, age
         }))  # fmt: skip
         expiring.append(result.event_id)
     clock.current += timedelta(days=2)
-    service.sweep()
-    recall = service.recall(agent, RecallRequest(query="temporary access code staging VPN", actor_id="eval-expiry"))
+    service.sweeper.sweep()
+    recall = service.reads.recall(
+        agent, RecallRequest(query="temporary access code staging VPN", actor_id="eval-expiry")
+    )
     recalled = {i.episode.event_id for i in recall.items}
-    timeline = {e.event_id for e in service.timeline(operator, actor_id="eval-expiry", statuses=list(Status)).items}
+    timeline = {
+        e.event_id for e in service.reads.timeline(operator, actor_id="eval-expiry", statuses=list(Status)).items
+    }
     expired = sum(
         i is not None
-        and service.store.get(tenant, i) is None
+        and service.deps.episodes.get(tenant, i) is None
         and i not in recalled
         and i not in timeline
-        and service.archive.contains(tenant, i)
+        and service.deps.archive.contains(tenant, i)
         for i in expiring
     )
     return _ratio(expired, len(expiring))

@@ -44,7 +44,7 @@ def write_rows(service: MemoryService, caller: Caller, rows: list[dict[str, Any]
 
     def flush() -> None:
         if batch:
-            written = service.remember_batch(caller, [_proposal(r) for r in batch])
+            written = service.writes.remember_batch(caller, [_proposal(r) for r in batch])
             results.update({r["id"]: w for r, w in zip(batch, written, strict=True)})
             batch.clear()
 
@@ -57,7 +57,7 @@ def write_rows(service: MemoryService, caller: Caller, rows: list[dict[str, Any]
         elif route == "correction":
             results[row["id"]] = _correct(service, caller, row)
         else:
-            results[row["id"]] = service.remember(caller, _proposal(row))
+            results[row["id"]] = service.writes.remember(caller, _proposal(row))
     flush()
     return results
 
@@ -69,7 +69,7 @@ def _proposal(row: dict[str, Any]) -> EpisodeProposal:
 def _correct(service: MemoryService, caller: Caller, row: dict[str, Any]) -> RememberResult:
     """Correct an ordinary episode of the same actor, written first, with the row's proposal."""
     proposal = _proposal(row)
-    seed = service.remember(
+    seed = service.writes.remember(
         caller,
         EpisodeProposal.model_validate(
             {
@@ -84,7 +84,7 @@ def _correct(service: MemoryService, caller: Caller, row: dict[str, Any]) -> Rem
     )
     if seed.event_id is None:
         raise RuntimeError(f"the seed episode of {row['id']} was not stored: {seed.reasons}")
-    return service.correct(caller, seed.event_id, proposal)
+    return service.writes.correct(caller, seed.event_id, proposal)
 
 
 def evaluate_poisoning(service: MemoryService, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,7 +121,7 @@ def evaluate_secrets(service: MemoryService, rows: list[dict[str, Any]]) -> dict
     damaged: dict[str, list[bool]] = defaultdict(list)
     for row in rows:
         result = results[row["id"]]
-        stored = service.store.get("secrets", result.event_id) if result.event_id else None
+        stored = service.deps.episodes.get("secrets", result.event_id) if result.event_id else None
         stored_text = stored.model_dump_json() if stored else ""
         if row["label"] == "secret":
             secret = row["secret"]
@@ -141,7 +141,7 @@ def _all_audit(service: MemoryService, tenant: str) -> Iterable[AuditRecord]:
     operator = Caller(tenant_id=tenant, role=Role.OPERATOR, principal_id="eval:operator")
     cursor = None
     while True:
-        page, cursor = service.audit(operator, limit=1000, cursor=cursor)
+        page, cursor = service.admin.audit(operator, limit=1000, cursor=cursor)
         yield from page
         if cursor is None:
             return

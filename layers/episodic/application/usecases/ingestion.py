@@ -359,7 +359,7 @@ class EventIngestor:
         except EventRejected as exc:
             return IngestOutcome.rejected(exc.reason)
         try:
-            result = self.service.remember(
+            result = self.service.writes.remember(
                 translation.caller, translation.proposal, idempotency_key=translation.idempotency_key
             )
         except ConflictError:

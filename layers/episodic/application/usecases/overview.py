@@ -52,7 +52,7 @@ class Overview:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    def overview(self, caller: Caller, days: int) -> OperatorOverview:
+    def overview(self, caller: Caller, days: int = 14) -> OperatorOverview:
         require_operator(caller)
         now = self.deps.clock.now()
         since = now - timedelta(days=days)

@@ -8,7 +8,7 @@ characters inside word boundaries, hashed into 2**18 buckets), and a logistic re
 says how instruction-like it is. A proposal is instruction-like when the patterns *or* this
 model say so; the model's threshold was chosen by cross-validation for few false alarms.
 
-Why shipped weights instead of training at first use (as the chatter classifier does):
+Why shipped weights instead of training at first use (the chatter classifier ships its own too):
 training on character n-grams takes seconds in pure Python, which a Lambda cold start should
 not pay, and the labelled sets it learns from live with the tests, not in the layer.
 :func:`main` rebuilds ``data/instruction_model.json`` deterministically from them

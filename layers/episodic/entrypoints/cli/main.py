@@ -6,14 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from episodic.application.service import MemoryService
 
 
 class MissingDataDirError(SystemExit):
     """A maintenance command pointed at a data dir that does not exist."""
 
 
-def _local_service(args: argparse.Namespace) -> Any:
+def _local_service(args: argparse.Namespace) -> MemoryService:
     """The local service over an existing data dir, which is named first: maintenance commands
     never create one (run from the wrong folder, they would work on an empty store)."""
     from episodic.application.settings import Settings
@@ -38,9 +41,9 @@ def _summarize(args: argparse.Namespace) -> int:
     from episodic.entrypoints.cli.output import progress, table
 
     with _local_service(args) as service:
-        minimum = service.settings.summary_min_events
+        minimum = service.deps.settings.summary_min_events
         with progress(f"summarising actors with more than {minimum} events in the last 24 hours"):
-            outcomes = service.summarise()
+            outcomes = service.summarisation.summarise()
     rows = [
         (
             o.tenant_id,
@@ -63,7 +66,7 @@ def _forget(args: argparse.Namespace) -> int:
     examined, cursor = 0, None
     with _local_service(args) as service, progress("examining active episodes") as step:
         while True:
-            report = service.forget(dry_run=args.dry_run, cursor=cursor)
+            report = service.archival.forget(dry_run=args.dry_run, cursor=cursor)
             examined += report.examined
             archived += report.archived
             step.set(examined)
@@ -77,8 +80,8 @@ def _forget(args: argparse.Namespace) -> int:
 def _reembed(args: argparse.Namespace) -> int:
     from episodic.entrypoints.cli.output import progress
 
-    with _local_service(args) as service, progress(f"re-embedding with {service.embedder.name}") as step:
-        done = service.reembed(batch_size=args.batch_size, progress=step.set)
+    with _local_service(args) as service, progress(f"re-embedding with {service.deps.embedder.name}") as step:
+        done = service.admin.reembed(batch_size=args.batch_size, progress=step.set)
     print(f"done: {done} episode(s) re-embedded")
     return 0
 
@@ -135,7 +138,7 @@ def _measure(suite: Path) -> dict[str, Any]:
 
             total = len(list(conversations.glob("*.json")))
             with progress("conversation benchmark (test split)", total=total) as step:
-                build = local_services(Path(tmp), service.embedder)
+                build = local_services(Path(tmp), service.deps.embedder)
                 metrics |= conversation_metrics(build, conversations, lambda _done: step.advance())
     return metrics
 

@@ -7,7 +7,7 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
+    from episodic.application.service import MemoryService
+    from episodic.application.settings import Settings
     from episodic.domain.model import DigestOutcome
 
 
@@ -79,7 +81,7 @@ def _stop_on_sigterm() -> None:
 
 
 @contextmanager
-def _backend(name: str, settings: Any) -> Iterator[tuple[Any, str]]:
+def _backend(name: str, settings: Settings) -> Iterator[tuple[MemoryService, str]]:
     """The service ``episodic serve`` runs, and a line saying where its data lives."""
     if name == "aws-local":
         from episodic.bootstrap.aws_on_moto import aws_on_laptop
@@ -99,22 +101,24 @@ def _backend(name: str, settings: Any) -> Iterator[tuple[Any, str]]:
         yield service, f"data: {settings.data_dir.resolve()}"
 
 
-def _run_server(server: Any, settings: Any, tokens: Any, service: Any, where: str, first: bool, workers: int) -> int:
+def _run_server(
+    server: Any, settings: Settings, tokens: Any, service: MemoryService, where: str, first: bool, workers: int
+) -> int:
     """Serve until stopped; the first process also runs the schedules and says where it listens."""
     from episodic.entrypoints import rest
     from episodic.entrypoints.server.scheduler import Scheduler
 
     rest.set_service(service)
-    warm = getattr(service.embedder, "warm_up", None)
+    warm = getattr(service.deps.embedder, "warm_up", None)
     if warm is not None:
         warm()
-    service.policy.warm_up()  # the classifiers and detectors before the first request
-    vectors = getattr(service.store, "warm_up", None)  # the local backend: large tenants' vectors
+    service.deps.policy.warm_up()  # the classifiers and detectors before the first request
+    vectors = getattr(service.deps.episodes, "warm_up", None)  # the local backend: large tenants' vectors
     if vectors is not None:
-        vectors(service.embedder.dimension)
-    jobs = [
-        ("sweep", settings.sweep_interval_seconds, service.sweep),
-        ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarise())),
+        vectors(service.deps.embedder.dimension)
+    jobs: list[tuple[str, float, Callable[[], Any]]] = [
+        ("sweep", settings.sweep_interval_seconds, service.sweeper.sweep),
+        ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarisation.summarise())),
         ("forget", settings.forget_interval_seconds, lambda: _forget_all(service)),
     ]
     scheduler = Scheduler(jobs if first else [])
@@ -154,10 +158,10 @@ def _digest_counts(outcomes: list[DigestOutcome]) -> str:
     return f"{len(outcomes) - failed} actor(s) summarised, {failed} failed" if outcomes else ""
 
 
-def _forget_all(service: Any) -> int:
+def _forget_all(service: MemoryService) -> int:
     archived, cursor = 0, None
     while True:
-        report = service.forget(cursor=cursor)
+        report = service.archival.forget(cursor=cursor)
         archived += len(report.archived)
         cursor = report.next_cursor
         if cursor is None:

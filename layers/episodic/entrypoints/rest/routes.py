@@ -71,7 +71,7 @@ WRITE_RESPONSES = WRITE_RESULTS | errors(401, 409, 413, 415, 503, ok=None, s403=
 def post_episode(
     proposal: Annotated[EpisodeProposal, Body()], idempotency_key: IdempotencyKey = None
 ):  # no return annotation: the status (201/202/403) decides the body's shape, see RESULT_RESPONSES
-    return _remember_response(get_service().remember(current_caller(), proposal, idempotency_key))
+    return _remember_response(get_service().writes.remember(current_caller(), proposal, idempotency_key))
 
 
 class BatchRequest(CamelModel):
@@ -88,7 +88,7 @@ class BatchResponse(CamelModel):
     summary="Propose up to 100 episodes, decided independently",
 )
 def post_batch(request: Annotated[BatchRequest, Body()], idempotency_key: IdempotencyKey = None) -> BatchResponse:
-    results = get_service().remember_batch(current_caller(), request.episodes, idempotency_key)
+    results = get_service().writes.remember_batch(current_caller(), request.episodes, idempotency_key)
     return BatchResponse(results=[_batch_item(r) for r in results])
 
 
@@ -98,7 +98,7 @@ def post_batch(request: Annotated[BatchRequest, Body()], idempotency_key: Idempo
     summary="Get one episode (404 for unknown ids and other tenants' ids)",
 )
 def get_episode(eventId: Annotated[str, Path(max_length=128)]) -> Episode:
-    return get_service().get(current_caller(), eventId)
+    return get_service().reads.get(current_caller(), eventId)
 
 
 MAX_LIST_FILTER = 16
@@ -122,7 +122,7 @@ def get_timeline(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> TimelinePage:
-    return get_service().timeline(
+    return get_service().reads.timeline(
         current_caller(),
         actor_id=actor_id,
         project_id=project_id,
@@ -147,7 +147,7 @@ def post_turns(
     request: Annotated[TurnsRequest, Body()],
     idempotency_key: IdempotencyKey = None,
 ) -> TurnsResult:
-    return get_service().add_turns(current_caller(), sessionId, request, idempotency_key)
+    return get_service().conversations.add_turns(current_caller(), sessionId, request, idempotency_key)
 
 
 @app.post(
@@ -156,7 +156,7 @@ def post_turns(
     summary="Scope-first recall with explainable ranking and an evidence block",
 )
 def post_recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse:
-    return get_service().recall(current_caller(), request)
+    return get_service().reads.recall(current_caller(), request)
 
 
 @app.post(
@@ -169,7 +169,7 @@ def post_correction(
     proposal: Annotated[EpisodeProposal, Body()],
     idempotency_key: IdempotencyKey = None,
 ):
-    return _remember_response(get_service().correct(current_caller(), eventId, proposal, idempotency_key))
+    return _remember_response(get_service().writes.correct(current_caller(), eventId, proposal, idempotency_key))
 
 
 @app.delete(
@@ -178,7 +178,7 @@ def post_correction(
     summary="Erase an episode everywhere, leaving an audit tombstone",
 )
 def delete_episode(eventId: Annotated[str, Path(max_length=128)]) -> ErasureResult:
-    return get_service().erase(current_caller(), eventId)
+    return get_service().erasure.erase(current_caller(), eventId)
 
 
 class RestoreRequest(CamelModel):
@@ -194,7 +194,7 @@ def post_restore(
     eventId: Annotated[str, Path(max_length=128)],
     request: Annotated[RestoreRequest, Body()],
 ) -> Episode:
-    return get_service().restore(current_caller(), eventId, request.expires_at)
+    return get_service().archival.restore(current_caller(), eventId, request.expires_at)
 
 
 class ActorErasureRequest(CamelModel):
@@ -208,7 +208,7 @@ class ActorErasureRequest(CamelModel):
     summary="Erase everything about an actor (operator)",
 )
 def post_erasure(request: Annotated[ActorErasureRequest, Body()]) -> ErasureResult:
-    return get_service().erase_actor(current_caller(), request.actor_id, request.reason)
+    return get_service().erasure.erase_actor(current_caller(), request.actor_id, request.reason)
 
 
 class FeedbackRequest(CamelModel):
@@ -225,7 +225,7 @@ def post_feedback(
     eventId: Annotated[str, Path(max_length=128)],
     request: Annotated[FeedbackRequest, Body()],
 ) -> Episode:
-    return get_service().feedback(current_caller(), eventId, request.helpful, request.note)
+    return get_service().feedbacks.feedback(current_caller(), eventId, request.helpful, request.note)
 
 
 class ReviewList(CamelModel):
@@ -237,7 +237,7 @@ def get_reviews(
     status: Annotated[ReviewStatus | None, Query()] = ReviewStatus.PENDING,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ReviewList:
-    return ReviewList(items=get_service().list_reviews(current_caller(), status, limit))
+    return ReviewList(items=get_service().reviews.list_reviews(current_caller(), status, limit))
 
 
 class ReviewDecisionRequest(CamelModel):
@@ -254,7 +254,7 @@ def post_review_decision(
     reviewId: Annotated[str, Path(max_length=128)],
     request: Annotated[ReviewDecisionRequest, Body()],
 ) -> ReviewView:
-    return get_service().decide_review(current_caller(), reviewId, request.decision == "approve", request.note)
+    return get_service().reviews.decide_review(current_caller(), reviewId, request.decision == "approve", request.note)
 
 
 class AuditPage(CamelModel):
@@ -270,7 +270,7 @@ def get_audit(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> AuditPage:
-    items, next_cursor = get_service().audit(
+    items, next_cursor = get_service().admin.audit(
         current_caller(), event_id=event_id, action=action, since=since, limit=limit, cursor=cursor
     )
     return AuditPage(items=items, next_cursor=next_cursor)
@@ -287,12 +287,12 @@ class WritesRequest(CamelModel):
     summary="The write kill-switch for this tenant (operator)",
 )
 def put_writes(request: Annotated[WritesRequest, Body()]) -> WritesStatus:
-    return get_service().set_writes(current_caller(), request.enabled, request.reason)
+    return get_service().admin.set_writes(current_caller(), request.enabled, request.reason)
 
 
 @app.get("/v1/admin/writes", responses=errors(401), summary="Whether writes are enabled for this tenant")
 def get_writes() -> WritesStatus:
-    return get_service().writes_status(current_caller().tenant_id)
+    return get_service().admin.writes_status(current_caller().tenant_id)
 
 
 @app.get(
@@ -303,7 +303,7 @@ def get_writes() -> WritesStatus:
 def get_overview(
     days: Annotated[int, Query(ge=1, le=90, description="How many days back the daily series reach")] = 14,
 ) -> OperatorOverview:
-    return get_service().overview(current_caller(), days)
+    return get_service().overviews.overview(current_caller(), days)
 
 
 @app.get(
@@ -317,4 +317,4 @@ def get_whoami() -> Caller:
 
 @app.get("/v1/health", responses=errors(), summary="Liveness and configuration (no authentication)")
 def get_health() -> Health:
-    return get_service().health()
+    return get_service().admin.health()
