@@ -22,10 +22,13 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from episodic.adapters.minilm.embedder import MiniLMEmbedder
 from episodic.application.service import MemoryService
+from episodic.application.usecases.conversations import Conversations
+from episodic.application.usecases.reads import Reads
+from episodic.application.usecases.writes import Writes
 from episodic.evals.conversations import (
     format_report,
     load_conversations,
@@ -125,13 +128,12 @@ def timed(build: Callable[[datetime], MemoryService], timings: dict[str, list[fl
 
     def timed_build(now: datetime) -> MemoryService:
         service = build(now)
+        writes = _Stopwatch(service.writes, "remember_batch", timings["write"], lambda _, proposals: len(proposals))
+        turns = _Stopwatch(service.conversations, "add_turns", timings["write"], lambda _, __, r: len(r.turns))
+        recalls = _Stopwatch(service.reads, "recall", timings["recall"])
+        # Each stopwatch stands in for the use case it wraps (every other attribute passes through).
         return dataclasses.replace(
-            service,
-            writes=_Stopwatch(service.writes, "remember_batch", timings["write"], lambda _, proposals: len(proposals)),
-            conversations=_Stopwatch(
-                service.conversations, "add_turns", timings["write"], lambda _, __, request: len(request.turns)
-            ),
-            reads=_Stopwatch(service.reads, "recall", timings["recall"]),
+            service, writes=cast(Writes, writes), conversations=cast(Conversations, turns), reads=cast(Reads, recalls)
         )
 
     return timed_build

@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 from episodic.domain.errors import StorageError
-from episodic.domain.model import Decision, PrivacyClass, RecallRequest, Status
+from episodic.domain.model import Decision, PrivacyClass, RecallRequest, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 
@@ -163,5 +163,7 @@ def test_given_an_empty_actor_id_when_an_agent_lists_the_timeline_then_private_e
         AGENT, proposal(actorId="cust-ivo", privacyClass="private", summary="Ivo's PIN reset was approved")
     )
     public = service.writes.remember(AGENT, proposal(actorId="cust-ivo", summary="Ivo asked for paper invoices"))
-    listed = service.reads.timeline(AGENT, actor_id="")  # ?actorId= : names no actor, so admits no private class
+    listed = service.reads.timeline(
+        AGENT, TimelineRequest(actor_id="")
+    )  # ?actorId= : names no actor, so admits no private class
     assert [e.event_id for e in listed.items] == [public.event_id]

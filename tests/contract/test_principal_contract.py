@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from episodic.domain.errors import ActorNotCoveredError, NotFoundError
-from episodic.domain.model import Caller, RecallRequest, Role, Status
+from episodic.domain.model import Caller, RecallRequest, Role, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 SAM = Caller(tenant_id="acme", role=Role.AGENT, principal_id="token:sam", actors=("sam",))
@@ -25,7 +25,9 @@ def test_given_a_bound_caller_when_it_reads_another_actor_then_only_the_tenants_
     recalled = service.reads.recall(SAM, RecallRequest(query="Porto Lisbon offsite", actor_id="victim", neighbours=2))
     assert [i.episode.event_id for i in recalled.items] == [ids["internal"]]
     assert "Porto" not in recalled.context
-    assert [e.event_id for e in service.reads.timeline(SAM, actor_id="victim").items] == [ids["internal"]]
+    assert [e.event_id for e in service.reads.timeline(SAM, TimelineRequest(actor_id="victim")).items] == [
+        ids["internal"]
+    ]
     with pytest.raises(NotFoundError):
         service.reads.get(SAM, ids["private"])
     trusted = service.reads.recall(AGENT, RecallRequest(query="Porto", actor_id="victim"))  # a tenant-wide backend
@@ -44,7 +46,7 @@ def test_given_a_bound_caller_when_it_changes_another_actors_episode_then_it_is_
         service.erasure.erase(SAM, theirs)
     after = service.reads.get(OPERATOR, theirs)
     assert after.status is Status.ACTIVE and after.feedback_count == 0
-    assert service.reads.timeline(OPERATOR, actor_id="sam").items == []
+    assert service.reads.timeline(OPERATOR, TimelineRequest(actor_id="sam")).items == []
 
 
 def test_given_a_write_held_for_review_when_anyone_but_an_operator_asks_for_it_then_it_is_not_found(service):

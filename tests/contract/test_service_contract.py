@@ -14,7 +14,7 @@ from episodic.domain.errors import (
     StorageError,
     WritesDisabledError,
 )
-from episodic.domain.model import Decision, RecallRequest, Status
+from episodic.domain.model import Decision, RecallRequest, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -240,7 +240,7 @@ def test_given_many_episodes_when_the_timeline_is_paged_then_every_item_comes_on
     ]
     seen, cursor = [], None
     while True:
-        page = service.reads.timeline(AGENT, limit=3, cursor=cursor, newest_first=False)
+        page = service.reads.timeline(AGENT, TimelineRequest(limit=3, cursor=cursor, newest_first=False))
         seen += [e.event_id for e in page.items]
         cursor = page.next_cursor
         if cursor is None:
@@ -250,9 +250,9 @@ def test_given_many_episodes_when_the_timeline_is_paged_then_every_item_comes_on
 
 def test_given_a_pending_episode_when_an_agent_lists_pending_then_it_is_forbidden(service):
     with pytest.raises(ForbiddenError):
-        service.reads.timeline(AGENT, statuses=[Status.PENDING_REVIEW])
+        service.reads.timeline(AGENT, TimelineRequest(statuses=[Status.PENDING_REVIEW]))
     pending = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
-    items = service.reads.timeline(OPERATOR, statuses=[Status.PENDING_REVIEW]).items
+    items = service.reads.timeline(OPERATOR, TimelineRequest(statuses=[Status.PENDING_REVIEW])).items
     assert [e.event_id for e in items] == [pending.event_id]
 
 
@@ -301,7 +301,7 @@ def test_given_private_episodes_when_an_agent_lists_the_tenant_timeline_then_onl
     )
     public = service.writes.remember(AGENT, proposal(summary="Ina joined the platform team", actorId="ina"))
     assert [e.event_id for e in service.reads.timeline(AGENT).items] == [public.event_id]
-    assert {e.event_id for e in service.reads.timeline(AGENT, actor_id="ina").items} == {
+    assert {e.event_id for e in service.reads.timeline(AGENT, TimelineRequest(actor_id="ina")).items} == {
         private.event_id,
         public.event_id,
     }
@@ -395,11 +395,11 @@ def test_given_a_summary_touching_more_than_100_items_when_written_then_it_commi
     )
     assert summary.decision is Decision.ALLOW  # 1 + 32 tags + 50 citations + 20 supersedes (+ audits) > 100
     assert all(service.reads.get(AGENT, s.event_id).status is Status.SUPERSEDED for s in sources)
-    by_tag = service.reads.timeline(AGENT, tags=["job-31"], actor_id="ops-bot")
+    by_tag = service.reads.timeline(AGENT, TimelineRequest(tags=["job-31"], actor_id="ops-bot"))
     assert [e.event_id for e in by_tag.items] == [summary.event_id]
     erased = service.erasure.erase(AGENT, sources[0].event_id)
     assert erased.cascaded == [summary.event_id]
-    assert service.reads.timeline(AGENT, tags=["job-31"], actor_id="ops-bot").items == []
+    assert service.reads.timeline(AGENT, TimelineRequest(tags=["job-31"], actor_id="ops-bot")).items == []
 
 
 class RenamedEmbedder:

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.domain.model import Decision, RecallRequest, Status
+from episodic.domain.model import Decision, RecallRequest, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, proposal
 
 DAY_EVENTS = [
@@ -81,7 +81,7 @@ def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_lis
     assert service.reads.get(AGENT, kept.event_id).status is Status.ACTIVE
     assert service.reads.get(AGENT, fresh.event_id).status is Status.ACTIVE
     assert service.reads.recall(AGENT, RecallRequest(query="printer toner", actor_id="user-1")).items == []
-    listed = service.reads.timeline(AGENT, statuses=[Status.ARCHIVED])
+    listed = service.reads.timeline(AGENT, TimelineRequest(statuses=[Status.ARCHIVED]))
     assert [e.event_id for e in listed.items] == [old.event_id]
     assert service.deps.archive.contains("acme", old.event_id)
     records, _ = service.admin.audit(OPERATOR, event_id=old.event_id, action="episode.archived")

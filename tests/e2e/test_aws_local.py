@@ -15,7 +15,7 @@ import pytest
 from episodic.application.settings import Settings
 from episodic.bootstrap.aws_on_moto import FAKE_CREDENTIALS, aws_on_laptop
 from episodic.client import ApiError, Client
-from episodic.domain.model import Caller, EpisodeProposal, Role
+from episodic.domain.model import Caller, EpisodeProposal, Role, TimelineRequest
 from tests.support.processes import free_port, start_serve, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_given_aws_local_with_a_mapping_when_a_business_system_sends_an_event_th
             time.sleep(0.2)
         assert laptop.queue.handled == 1 and laptop.queue.failed == 0
         operator = Caller(tenant_id="acme", role=Role.OPERATOR, principal_id="ops")
-        [remembered] = laptop.service.reads.timeline(operator, actor_id="customer-42").items
+        [remembered] = laptop.service.reads.timeline(operator, TimelineRequest(actor_id="customer-42")).items
         assert "HD-1042" in remembered.summary and remembered.event_type == "task_milestone"
 
 

@@ -18,8 +18,9 @@ def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act
     old.close()
     fresh = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now))
     for n in range(6):
-        fresh.writes.remember(AGENT, proposal(summary=f"Backup job {n} copied {n + 3} GB to the vault", actorId="backup-bot",
-                                       occurredAt=(now - timedelta(hours=n + 1)).isoformat()))  # fmt: skip
+        backup = proposal(summary=f"Backup job {n} copied {n + 3} GB to the vault", actorId="backup-bot",
+                          occurredAt=(now - timedelta(hours=n + 1)).isoformat())  # fmt: skip
+        fresh.writes.remember(AGENT, backup)
     fresh.close()
 
     assert main(["forget", "--dry-run", "--data-dir", str(data)]) == 0

@@ -6,7 +6,7 @@ the contract ``service`` fixture, so every backend must pass them unchanged.
 
 from datetime import timedelta
 
-from episodic.domain.model import Decision, EpisodeProposal, RecallRequest, Status
+from episodic.domain.model import Decision, EpisodeProposal, RecallRequest, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -94,7 +94,9 @@ def test_deletion_removes_the_event_from_every_read_path(service):
     service.erasure.erase(AGENT, gone.event_id)
     assert service.deps.episodes.get("acme", gone.event_id) is None
     all_statuses = list(Status)
-    assert gone.event_id not in [e.event_id for e in service.reads.timeline(OPERATOR, statuses=all_statuses).items]
+    assert gone.event_id not in [
+        e.event_id for e in service.reads.timeline(OPERATOR, TimelineRequest(statuses=all_statuses)).items
+    ]
     assert ids(recall(service, query="invoice language", actorId="user-1")) == [kept.event_id]
     assert not service.deps.archive.contains("acme", gone.event_id)
     tombstones, _ = service.admin.audit(OPERATOR, event_id=gone.event_id, action="episode.erased")

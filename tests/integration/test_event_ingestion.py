@@ -17,7 +17,7 @@ import pytest
 
 from episodic.application.usecases.ingestion import EventIngestor, IngestMapping, load_mapping
 from episodic.domain.errors import StorageError
-from episodic.domain.model import Caller, Decision, Role, SourceTrust, Status
+from episodic.domain.model import Caller, Decision, Role, SourceTrust, Status, TimelineRequest
 from episodic.entrypoints.server.http import LocalLambdaContext
 from functions import events
 
@@ -68,7 +68,7 @@ def wired(local_service, mapping):
 
 def written(service, caller: Caller) -> list[Any]:
     """Every episode of the tenant, pending review included (the caller is an operator)."""
-    return service.reads.timeline(caller, statuses=list(Status), limit=200).items
+    return service.reads.timeline(caller, TimelineRequest(statuses=list(Status), limit=200)).items
 
 
 def test_given_a_ticket_closed_event_when_delivered_then_it_is_an_active_episode_as_the_mapping_says(wired):

@@ -23,7 +23,7 @@ from typing import Any
 
 from episodic.application.service import MemoryService
 from episodic.domain.errors import NotFoundError
-from episodic.domain.model import Caller, EpisodeProposal, RecallRequest, Role, Status
+from episodic.domain.model import Caller, EpisodeProposal, RecallRequest, Role, Status, TimelineRequest
 from episodic.domain.recall.ranking import Ranker, RankingWeights
 from episodic.evals.safety import run_safety
 
@@ -257,7 +257,9 @@ def evaluate_forgetting(
         event_id = keys[e["key"]]
         service.erasure.erase(operator, event_id)
         gone = service.deps.episodes.get(tenant, event_id) is None
-        listed = service.reads.timeline(operator, actor_id=e["actorId"], statuses=list(Status), limit=200).items
+        listed = service.reads.timeline(
+            operator, TimelineRequest(actor_id=e["actorId"], statuses=list(Status), limit=200)
+        ).items
         gone &= event_id not in [x.event_id for x in listed]
         recall = service.reads.recall(agent, RecallRequest(query=e["summary"], actor_id=e["actorId"], limit=20))
         gone &= event_id not in [i.episode.event_id for i in recall.items]
@@ -291,7 +293,8 @@ def _expiry_success(service: MemoryService, clock: ManualClock, tenant: str, age
     )
     recalled = {i.episode.event_id for i in recall.items}
     timeline = {
-        e.event_id for e in service.reads.timeline(operator, actor_id="eval-expiry", statuses=list(Status)).items
+        e.event_id
+        for e in service.reads.timeline(operator, TimelineRequest(actor_id="eval-expiry", statuses=list(Status))).items
     }
     expired = sum(
         i is not None

@@ -12,7 +12,7 @@ from episodic.application.ports import AuditQuery
 from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.reads import Reads, scope_for
 from episodic.domain.errors import NotFoundError
-from episodic.domain.model import Caller, PrivacyClass, RecallRequest, Role, Status
+from episodic.domain.model import Caller, PrivacyClass, RecallRequest, Role, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, proposal, remember_turn
 from tests.unit.usecases.doubles import StoreSpyDouble
 
@@ -36,13 +36,13 @@ SHARED_CLASSES = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL)
 def test_given_a_caller_and_an_actor_when_scoped_then_private_classes_need_the_actor(
     caller, actor_id, operators_see_all, expected
 ):
-    scope = scope_for(caller, NOW, actor_id=actor_id, all_privacy_for_operators=operators_see_all)
+    scope = scope_for(caller, NOW, TimelineRequest(actor_id=actor_id), all_privacy_for_operators=operators_see_all)
     assert scope.privacy_classes == expected
 
 
 def test_given_filters_when_scoped_then_the_tenant_is_the_callers_and_tags_are_lower_cased():
     other = Caller(tenant_id="globex", role=Role.AGENT, principal_id="agent:globex")
-    scope = scope_for(other, NOW, tags=["Billing", "VIP"], statuses=[Status.ACTIVE, Status.ARCHIVED])
+    scope = scope_for(other, NOW, TimelineRequest(tags=["Billing", "VIP"], statuses=[Status.ACTIVE, Status.ARCHIVED]))
     assert scope.tenant_id == "globex" and scope.now == NOW
     assert scope.tags == ("billing", "vip") and scope.statuses == (Status.ACTIVE, Status.ARCHIVED)
 

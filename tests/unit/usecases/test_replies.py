@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from episodic.application.usecases.reads import scope_for
 from episodic.application.usecases.replies import replies_to, shifted
+from episodic.domain.model import TimelineRequest
 from tests.support.factories import AGENT, TURNS_START, remember_turn
 
 
@@ -32,8 +33,8 @@ def test_given_a_reply_outside_the_scope_when_looked_up_then_none_is_found(write
     _turn(writes, store, "Yes, and the new job pays off my card debt", "rafael", minute=1, privacyClass="private")
 
     assert replies_to(store, scope_for(AGENT, clock.now()), [asked]) == {}  # private needs its actor
-    assert replies_to(store, scope_for(AGENT, clock.now(), actor_id="aga"), [asked]) == {}
-    found = replies_to(store, scope_for(AGENT, clock.now(), actor_id="rafael"), [asked])
+    assert replies_to(store, scope_for(AGENT, clock.now(), TimelineRequest(actor_id="aga")), [asked]) == {}
+    found = replies_to(store, scope_for(AGENT, clock.now(), TimelineRequest(actor_id="rafael")), [asked])
     assert found == {}  # the question itself is outside a scope of Rafael's turns: no order to follow
 
 
@@ -43,7 +44,7 @@ def test_given_a_reply_after_the_window_or_the_scope_when_looked_up_then_none_is
     assert replies_to(store, scope_for(AGENT, clock.now()), [asked]) == {}
     inside = _turn(writes, store, "Sorry, yes, from the 22nd", "rafael", minute=30)
     assert replies_to(store, scope_for(AGENT, clock.now()), [asked])[asked.event_id].event_id == inside.event_id
-    early = scope_for(AGENT, clock.now(), occurred_before=TURNS_START + timedelta(minutes=10))
+    early = scope_for(AGENT, clock.now(), TimelineRequest(occurred_before=TURNS_START + timedelta(minutes=10)))
     assert replies_to(store, early, [asked]) == {}
 
 

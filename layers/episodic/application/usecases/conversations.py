@@ -28,6 +28,7 @@ from episodic.domain.model import (
     Role,
     SourceTrust,
     SystemActor,
+    TimelineRequest,
 )
 from episodic.domain.model.conversations import SessionHandoff, Turn, TurnResult, TurnsRequest, TurnsResult
 
@@ -121,15 +122,11 @@ class Conversations:
         end = max(t.occurred_at for t in request.turns) + timedelta(microseconds=1)
         found: dict[str, Episode] = {}
         for speaker in dict.fromkeys(t.speaker for t in request.turns):
-            page = self.reads.timeline(
-                caller,
-                actor_id=speaker,
-                event_types=[EventType.CONVERSATION_TURN],
-                occurred_after=start,
-                occurred_before=end,
-                limit=HANDOFF_MAX_TURNS,
-                newest_first=True,
-            )
+            turns = TimelineRequest(
+                actor_id=speaker, event_types=[EventType.CONVERSATION_TURN], occurred_after=start,
+                occurred_before=end, limit=HANDOFF_MAX_TURNS, newest_first=True,
+            )  # fmt: skip
+            page = self.reads.timeline(caller, turns)
             found.update({e.event_id: e for e in page.items if e.session_id == session_id and digestible(e)})
         return sorted(found.values(), key=lambda e: e.occurred_at)[-HANDOFF_MAX_TURNS:]
 

@@ -31,8 +31,10 @@ from episodic.domain.model import (
     RecallItem,
     RecallRequest,
     RecallResponse,
+    ScopeFilters,
     Status,
     TimelinePage,
+    TimelineRequest,
 )
 from episodic.domain.recall.calendar import CALENDAR_SLACK
 from episodic.domain.recall.evidence import render_context
@@ -43,31 +45,25 @@ QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
 
 
+NO_FILTERS = TimelineRequest()
+"""A scope with no filter of its own: the caller's tenant, active episodes, the privacy rule."""
+
+
 def scope_for(
-    caller: Caller,
-    now: datetime,
-    *,
-    actor_id: str | None = None,
-    project_id: str | None = None,
-    event_types: Sequence[EventType] = (),
-    tags: Sequence[str] = (),
-    occurred_after: datetime | None = None,
-    occurred_before: datetime | None = None,
-    statuses: Sequence[Status] = (Status.ACTIVE,),
-    all_privacy_for_operators: bool = True,
+    caller: Caller, now: datetime, filters: ScopeFilters = NO_FILTERS, *, all_privacy_for_operators: bool = True
 ) -> Scope:
     """The one scope every read uses: the caller's tenant, the filters, and the privacy rule."""
-    sees_all = sees_private_of(caller, actor_id) or (all_privacy_for_operators and caller.is_operator)
+    sees_all = sees_private_of(caller, filters.actor_id) or (all_privacy_for_operators and caller.is_operator)
     return Scope(
         tenant_id=caller.tenant_id,
         now=now,
-        actor_id=actor_id,
-        project_id=project_id,
-        event_types=tuple(event_types),
-        tags=tuple(t.lower() for t in tags),
-        occurred_after=occurred_after,
-        occurred_before=occurred_before,
-        statuses=tuple(statuses),
+        actor_id=filters.actor_id,
+        project_id=filters.project_id,
+        event_types=tuple(filters.event_types),
+        tags=tuple(t.lower() for t in filters.tags),
+        occurred_after=filters.occurred_after,
+        occurred_before=filters.occurred_before,
+        statuses=tuple(filters.statuses),
         privacy_classes=tuple(p for p in PrivacyClass if sees_all or p not in ACTOR_SCOPED_PRIVACY),
     )
 
@@ -79,37 +75,14 @@ class Reads:
     def get(self, caller: Caller, event_id: str) -> Episode:
         return self.deps.visible(caller, event_id)
 
-    def timeline(
-        self,
-        caller: Caller,
-        *,
-        actor_id: str | None = None,
-        project_id: str | None = None,
-        event_types: Sequence[EventType] = (),
-        tags: Sequence[str] = (),
-        occurred_after: datetime | None = None,
-        occurred_before: datetime | None = None,
-        statuses: Sequence[Status] = (Status.ACTIVE,),
-        limit: int = 50,
-        cursor: str | None = None,
-        newest_first: bool = True,
-    ) -> TimelinePage:
-        if Status.PENDING_REVIEW in statuses and not caller.is_operator:
+    def timeline(self, caller: Caller, request: TimelineRequest = NO_FILTERS) -> TimelinePage:
+        if Status.PENDING_REVIEW in request.statuses and not caller.is_operator:
             raise ForbiddenError("only operators can list episodes pending review")
-        scope = scope_for(
-            caller,
-            self.deps.clock.now(),
-            actor_id=actor_id,
-            project_id=project_id,
-            event_types=event_types,
-            tags=tags,
-            occurred_after=occurred_after,
-            occurred_before=occurred_before,
-            statuses=statuses,
+        scope = scope_for(caller, self.deps.clock.now(), request)
+        query = TimelineQuery(
+            scope=scope, limit=request.limit, cursor=request.cursor, newest_first=request.newest_first
         )
-        items, next_cursor = self.deps.episodes.timeline(
-            TimelineQuery(scope=scope, limit=limit, cursor=cursor, newest_first=newest_first)
-        )
+        items, next_cursor = self.deps.episodes.timeline(query)
         return TimelinePage(items=items, next_cursor=next_cursor)
 
     def recall(self, caller: Caller, request: RecallRequest) -> RecallResponse:
@@ -241,18 +214,8 @@ class Reads:
             explained = QueryInterpretation(
                 time_phrase=reading.time_phrase, occurred_after=after, occurred_before=before
             )
-        scope = scope_for(
-            caller,
-            now,
-            actor_id=request.actor_id,
-            project_id=request.project_id,
-            event_types=request.event_types,
-            tags=request.tags,
-            occurred_after=after,
-            occurred_before=before,
-            statuses=request.statuses,
-            all_privacy_for_operators=False,  # recall feeds prompts: no exception
-        )
+        scope = scope_for(caller, now, request, all_privacy_for_operators=False)  # recall feeds prompts: no exception
+        scope = replace(scope, occurred_after=after, occurred_before=before)  # the window as interpreted
         return query, scope, explained
 
     def _account(

@@ -28,6 +28,7 @@ from episodic.domain.model import (
     Role,
     SourceTrust,
     SystemActor,
+    TimelineRequest,
 )
 
 SUMMARY_MAX_SOURCES = 50
@@ -103,10 +104,11 @@ class Summarisation:
         sources: list[Episode] = []
         cursor = None
         while len(sources) < SUMMARY_MAX_SOURCES:
-            page = self.reads.timeline(
-                caller, actor_id=actor_id, occurred_after=start, occurred_before=end,
+            window = TimelineRequest(
+                actor_id=actor_id, occurred_after=start, occurred_before=end,
                 limit=SUMMARY_MAX_SOURCES + 1, cursor=cursor,
             )  # fmt: skip
+            page = self.reads.timeline(caller, window)
             sources.extend(e for e in page.items if digestible(e))
             cursor = page.next_cursor
             if cursor is None:

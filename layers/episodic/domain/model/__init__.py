@@ -43,9 +43,11 @@ from episodic.domain.model.messages import (
     RememberResult,
     Review,
     ReviewView,
+    ScopeFilters,
     ScoreComponents,
     SentenceJudgement,
     TimelinePage,
+    TimelineRequest,
 )
 from episodic.domain.model.results import (
     BusyActor,
@@ -102,6 +104,7 @@ __all__ = [
     "ReviewStatus",
     "ReviewView",
     "Role",
+    "ScopeFilters",
     "ScoreBucket",
     "ScoreComponents",
     "SentenceJudgement",
@@ -111,6 +114,7 @@ __all__ = [
     "SystemActor",
     "Tag",
     "TimelinePage",
+    "TimelineRequest",
     "UtcDatetime",
     "WritesStatus",
 ]

@@ -3,7 +3,9 @@ write, a recall, a review, an audit query and a timeline page give back (pydanti
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Literal, Protocol
 
 from pydantic import Field, field_validator
 
@@ -115,6 +117,45 @@ class RememberResult(CamelModel):
     @property
     def reason(self) -> str:
         return ",".join(self.reasons)
+
+
+class ScopeFilters(Protocol):
+    """The filters a read is scoped by, as every read request carries them (a recall's body, a
+    timeline's query): the one shape :func:`~episodic.application.usecases.reads.scope_for` reads."""
+
+    @property
+    def actor_id(self) -> str | None: ...
+    @property
+    def project_id(self) -> str | None: ...
+    @property
+    def event_types(self) -> Sequence[EventType]: ...
+    @property
+    def tags(self) -> Sequence[str]: ...
+    @property
+    def occurred_after(self) -> datetime | None: ...
+    @property
+    def occurred_before(self) -> datetime | None: ...
+    @property
+    def statuses(self) -> Sequence[Status]: ...
+
+
+class TimelineRequest(CamelModel):
+    """A page of the timeline: the scope's filters (:class:`ScopeFilters`), then the page.
+
+    Values arrive validated by the route (``GET /v1/timeline``'s query) or come from the use
+    cases themselves, so the filters are as lenient as a scope: an actor id that names nobody
+    admits nothing."""
+
+    actor_id: str | None = None
+    project_id: str | None = None
+    event_types: list[EventType] = []
+    tags: list[str] = []
+    occurred_after: UtcDatetime | None = None
+    occurred_before: UtcDatetime | None = None
+    statuses: list[Status] = [Status.ACTIVE]
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+    cursor: str | None = None
+    newest_first: bool = True
 
 
 class RecallRequest(CamelModel):

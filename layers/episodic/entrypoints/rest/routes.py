@@ -30,6 +30,7 @@ from episodic.domain.model import (
     ReviewView,
     Status,
     TimelinePage,
+    TimelineRequest,
     UtcDatetime,
     WritesStatus,
 )
@@ -122,19 +123,12 @@ def get_timeline(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> TimelinePage:
-    return get_service().reads.timeline(
-        current_caller(),
-        actor_id=actor_id,
-        project_id=project_id,
-        event_types=event_type or [],
-        tags=tag or [],
-        occurred_after=after,
-        occurred_before=before,
-        statuses=status or [Status.ACTIVE],
-        limit=limit,
-        cursor=cursor,
-        newest_first=order == "desc",
-    )
+    request = TimelineRequest(
+        actor_id=actor_id, project_id=project_id, event_types=event_type or [], tags=tag or [],
+        occurred_after=after, occurred_before=before, statuses=status or [Status.ACTIVE],
+        limit=limit, cursor=cursor, newest_first=order == "desc",
+    )  # fmt: skip
+    return get_service().reads.timeline(current_caller(), request)
 
 
 @app.post(
