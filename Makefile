@@ -71,7 +71,7 @@ layer: setup  ## the layer's dependencies for Lambda (Python 3.13, arm64) into b
 	$(BIN)/python -m infra.layer
 
 typecheck: setup
-	$(BIN)/mypy layers/episodic functions
+	$(BIN)/mypy layers/episodic functions benchmarks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache cdk.out build

@@ -90,14 +90,14 @@ def local_side(tmp: Path, texts: list[str], actors: list[str], vectors: np.ndarr
     ]  # fmt: skip
     t0 = time.perf_counter()
     for start in range(0, len(sets), BATCH):
-        store.apply_many(sets[start : start + BATCH])
+        store.episodes.apply_many(sets[start : start + BATCH])
     ingest = len(sets) / (time.perf_counter() - t0)
     scope = Scope(tenant_id="acme", now=NOW, actor_id="scope-0")
-    store.candidates(scope, None, queries[0], 10)  # loads the vectors, as a running server has
+    store.recall.candidates(scope, None, queries[0], 10)  # loads the vectors, as a running server has
     latency, found = [], []
     for q in queries[1:]:
         t0 = time.perf_counter()
-        found.append([c.event_id for c in store.candidates(scope, None, q, 10).items])
+        found.append([c.event_id for c in store.recall.candidates(scope, None, q, 10).items])
         latency.append((time.perf_counter() - t0) * 1000)
     store.close()
     return {"ingest_per_s": ingest, "p50_ms": statistics.median(latency), "found": found}

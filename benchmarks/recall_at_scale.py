@@ -84,7 +84,7 @@ TOPICS = [f"topic{i:02d}" for i in range(50)]
 
 
 class KeepEveryWord(TermFrequencies):
-    """Benchmark harness: a ``store.terms`` that leaves every query word in the BM25 search,
+    """Benchmark harness: a ``store.recall.terms`` that leaves every query word in the BM25 search,
     the baseline that :class:`~episodic.adapters.sqlite.fts_terms.TermFrequencies` is measured against."""
 
     def informative(self, conn: Any, words: list[str]) -> list[str]:
@@ -97,19 +97,19 @@ def measure_lexical(store: SqliteStore, queries: int) -> dict[str, float]:
     scope = Scope(tenant_id="acme", now=NOW)
     texts = [f"report on the {TOPICS[i % len(TOPICS)]}" for i in range(queries)]
     timed: dict[str, list[float]] = {"pruned": [], "every_word": []}
-    kept = store.terms
+    kept = store.recall.terms
     for label, terms in (("pruned", kept), ("every_word", KeepEveryWord())):
-        store.terms = terms  # type: ignore[assignment]
+        store.recall.terms = terms  # type: ignore[assignment]
         for text in texts:
             t0 = time.perf_counter()
-            store.candidates(scope, text, None, 200)
+            store.recall.candidates(scope, text, None, 200)
             timed[label].append((time.perf_counter() - t0) * 1000)
-    store.terms = kept
+    store.recall.terms = kept
     return {f"lexical_{k}_ms": statistics.median(v) for k, v in timed.items()}
 
 
 class SearchEveryTenant(TermFrequencies):
-    """Benchmark harness: a ``store.terms`` that never limits a BM25 search to the tenant's own
+    """Benchmark harness: a ``store.recall.terms`` that never limits a BM25 search to the tenant's own
     rows inside FTS5, so every tenant's matching rows are scored (as before schema 2)."""
 
     def holds_few(self, conn: Any, tenant_id: str) -> bool:
@@ -131,21 +131,23 @@ def measure_neighbour(store: SqliteStore, queries: int) -> dict[str, float]:
                                               "summary": f"report {n} on the {TOPICS[n % len(TOPICS)]}"}), None)
         for n in range(NEIGHBOUR)
     ]  # fmt: skip
-    store.apply(Changes(tenant_id="neighbour", put=puts))
+    store.episodes.apply(Changes(tenant_id="neighbour", put=puts))
     timed: dict[str, list[float]] = {"own_rows": [], "every_tenant": [], "alone": []}
     with tempfile.TemporaryDirectory() as tmp:
         alone = SqliteStore(Path(tmp) / "alone.db")
-        alone.apply(Changes(tenant_id="neighbour", put=puts))
-        kept = store.terms
+        alone.episodes.apply(Changes(tenant_id="neighbour", put=puts))
+        kept = store.recall.terms
         for label, target, terms in (
-            ("own_rows", store, kept), ("every_tenant", store, SearchEveryTenant()), ("alone", alone, alone.terms)
+            ("own_rows", store, kept),
+            ("every_tenant", store, SearchEveryTenant()),
+            ("alone", alone, alone.recall.terms),
         ):  # fmt: skip
-            target.terms = terms
+            target.recall.terms = terms
             for text in texts:
                 t0 = time.perf_counter()
-                target.candidates(scope, text, None, 200)
+                target.recall.candidates(scope, text, None, 200)
                 timed[label].append((time.perf_counter() - t0) * 1000)
-        store.terms = kept
+        store.recall.terms = kept
         alone.close()
     return {f"neighbour_{k}_ms": statistics.median(v) for k, v in timed.items()}
 
@@ -167,7 +169,7 @@ def populate(store: SqliteStore, total: int, scopes: list[int], rng: np.random.G
             summary = f"report {n} on the {TOPICS[n % len(TOPICS)]}"
             episode = TEMPLATE.model_copy(update={"event_id": f"E{n:08d}", "actor_id": actor, "summary": summary})
             puts.append(NewEpisode(episode, vectors[i], EMBEDDER))
-        store.apply(Changes(tenant_id="acme", put=puts))
+        store.episodes.apply(Changes(tenant_id="acme", put=puts))
         print(f"\r  populating {start + count:,}/{total:,}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
 
@@ -196,10 +198,10 @@ def measure_scope(
     scope_mask = all_actors == actor
     queries = embedding_like(rng, args.queries)
     index_ms, numpy_ms, found, agree = [], [], [], 0
-    store.vectors.strategies.clear()
+    store.vector_search.strategies.clear()
     for q in queries:  # the store's queries back to back, then the baseline's: neither evicts the other's cache
         t0 = time.perf_counter()
-        found.append([c.event_id for c in store.candidates(scope, None, q, 10).items])
+        found.append([c.event_id for c in store.recall.candidates(scope, None, q, 10).items])
         index_ms.append((time.perf_counter() - t0) * 1000)
     for q, got in zip(queries, found, strict=True):
         t0 = time.perf_counter()
@@ -215,7 +217,7 @@ def measure_scope(
         np.argpartition(-(matrix[rows] @ q), 10)[:10]
         gather_ms.append((time.perf_counter() - t0) * 1000)
     admit_ms = []
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         for _ in queries:
             t0 = time.perf_counter()
             admitted(conn, scope)  # what admitting the scope costs when it is not kept (after a write)
@@ -225,7 +227,7 @@ def measure_scope(
         t0 = time.perf_counter()
         textbook(all_ids, all_actors, matrix, actor, q.tolist(), 10)
         book_ms.append((time.perf_counter() - t0) * 1000)
-    used = store.vectors.strategies.most_common(1)[0][0]
+    used = store.vector_search.strategies.most_common(1)[0][0]
     return {
         "p50": statistics.median(index_ms), "p99": pct(index_ms, 99), "strategy": used,
         "admit": statistics.median(admit_ms), "gather": statistics.median(gather_ms),
@@ -236,7 +238,7 @@ def measure_scope(
 
 def timed_first_query(store: SqliteStore, actor: str, rng: Any) -> float:
     t0 = time.perf_counter()
-    store.candidates(Scope(tenant_id="acme", now=NOW, actor_id=actor), None, embedding_like(rng, 1)[0], 10)
+    store.recall.candidates(Scope(tenant_id="acme", now=NOW, actor_id=actor), None, embedding_like(rng, 1)[0], 10)
     return (time.perf_counter() - t0) * 1000
 
 
@@ -261,7 +263,7 @@ def main() -> int:
             path = Path(tmp) / "bench.db"
             store = SqliteStore(path, embedder=EMBEDDER)
             populate(store, total, scopes, rng)
-            with store.reading() as conn:
+            with store.database.reading() as conn:
                 rows = conn.execute("SELECT event_id, actor_id, vector FROM episodes ORDER BY rowid").fetchall()
             corpus = (
                 [r[0] for r in rows],
@@ -286,7 +288,7 @@ def main() -> int:
             )
             cold = timed_first_query(store, "scope-0", rng)  # reads the vectors; starts the index aside
             t0 = time.perf_counter()
-            store.vectors.wait_for_indexing()
+            store.vector_search.wait_for_indexing()
             built = time.perf_counter() - t0
             for i, size in enumerate(scopes):
                 m = measure_scope(store, corpus, f"scope-{i}", args, rng)
@@ -302,17 +304,17 @@ def main() -> int:
             store = SqliteStore(path, embedder=EMBEDDER)  # a restart: the index comes from disk
             restart_cold = timed_first_query(store, "scope-0", rng)
             t0 = time.perf_counter()
-            store.vectors.wait_for_indexing()
+            store.vector_search.wait_for_indexing()
             loaded = time.perf_counter() - t0
             store.close()
             store = SqliteStore(path, embedder=EMBEDDER)  # a restart as `episodic serve` does it: warmed up
             t0 = time.perf_counter()
-            store.warm_up(DIM).join()
-            store.vectors.wait_for_indexing()
+            store.recall.warm_up(DIM).join()
+            store.vector_search.wait_for_indexing()
             warmed = time.perf_counter() - t0
             warm_first = timed_first_query(store, "scope-0", rng)
             store.close()
-            if total >= store.vectors.ann_threshold:
+            if total >= store.vector_search.ann_threshold:
                 results.append({"tenant": total, "first_ms": cold, "built_s": built, "restart_first_ms": restart_cold,
                                 "loaded_s": loaded, "warmed_s": warmed, "warm_first_ms": warm_first})  # fmt: skip
                 notes.append(

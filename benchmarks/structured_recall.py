@@ -68,17 +68,17 @@ def populate(store: SqliteStore, count: int, rng: random.Random) -> None:
         vector = np.random.default_rng(n).standard_normal(384).astype(np.float32)
         batch.append(NewEpisode(ep, vector / np.linalg.norm(vector), "bench"))
         if len(batch) == 1000:
-            store.apply(Changes(tenant_id="acme", put=batch))
+            store.episodes.apply(Changes(tenant_id="acme", put=batch))
             batch = []
             print(f"\r  populating {n + 1}/{count}", end="", file=sys.stderr, flush=True)
     if batch:
-        store.apply(Changes(tenant_id="acme", put=batch))
+        store.episodes.apply(Changes(tenant_id="acme", put=batch))
     print(file=sys.stderr)
 
 
 def textbook(store: SqliteStore, request: RecallRequest) -> list[str]:
     """Load every memory of the tenant, filter and sort in Python."""
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         rows = conn.execute("SELECT doc FROM episodes WHERE tenant_id = 'acme'").fetchall()
     after, before = request.occurred_after, request.occurred_before
     assert after is not None and before is not None, "the benchmark's requests name a window"
@@ -111,7 +111,7 @@ def main() -> int:
         populate(store, args.episodes, rng)
         service = MemoryService.build(
             store=store,
-            index=store,
+            index=store.recall,
             archive=FolderArchive(Path(tmp) / "archive"),
             embedder=_NoQueryEmbedder(),
             notifier=LogReviewNotifier(),

@@ -421,7 +421,7 @@ def test_given_a_new_embedder_when_recalling_then_old_vectors_are_not_mixed_unti
     assert all(item.components.semantic == 0 for item in before.items)
     progress = []
     assert service.admin.reembed(batch_size=10, progress=progress.append) == 1 and progress == [1]
-    assert service.deps.episodes.stale_vectors("upgraded-model", 10) == []
+    assert service.deps.vectors.stale_vectors("upgraded-model", 10) == []
     after = service.reads.recall(AGENT, RecallRequest(query="phone the client back later this week", actor_id="user-1"))
     assert [i.episode.event_id for i in after.items] == [written.event_id]
     assert after.items[0].components.semantic > 0.3

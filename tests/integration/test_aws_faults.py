@@ -297,7 +297,7 @@ def stream_processor(aws) -> Iterator[None]:
     settings = aws.settings
     store = DynamoTimelineStore(aws.resources["dynamodb"], settings.timeline_table, settings.audit_table)
     archive = S3ColdArchive(aws.resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
-    stream.set_stream_processor(build_stream_processor(store, archive))
+    stream.set_stream_processor(build_stream_processor(store.episodes, archive))
     yield
     stream.set_stream_processor(None)
 

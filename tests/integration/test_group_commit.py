@@ -33,40 +33,40 @@ def written(event_id: str) -> Changes:
 def statements(store: SqliteStore) -> list[str]:
     """Every statement the writer connection runs from now on (SQLite's own trace hook)."""
     seen: list[str] = []
-    store._writer.set_trace_callback(seen.append)
+    store.database._writer.set_trace_callback(seen.append)
     return seen
 
 
 def test_given_writers_queued_behind_a_commit_when_it_ends_then_they_share_one_commit(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
     seen = statements(store)
-    store._write_lock.acquire()  # a commit in flight: nobody can write until it ends
-    threads = [threading.Thread(target=store.apply, args=(written(f"E{n}"),)) for n in range(8)]
+    store.database._write_lock.acquire()  # a commit in flight: nobody can write until it ends
+    threads = [threading.Thread(target=store.episodes.apply, args=(written(f"E{n}"),)) for n in range(8)]
     for t in threads:
         t.start()
     deadline = time.monotonic() + 10
-    while len(store._group._waiting) < 7 and time.monotonic() < deadline:  # one leads, seven wait
+    while len(store.database.group._waiting) < 7 and time.monotonic() < deadline:  # one leads, seven wait
         time.sleep(0.01)
-    store._write_lock.release()
+    store.database._write_lock.release()
     for t in threads:
         t.join(timeout=10)
 
-    assert store.count("acme") == 8
+    assert store.episodes.count("acme") == 8
     assert [s for s in seen if s == "COMMIT"] == ["COMMIT", "COMMIT"]  # the leader's own, then the other seven's
     store.close()
 
 
 def test_given_one_conflicting_set_in_a_group_when_applied_then_only_it_is_left_out_whole(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
-    store.apply(written("E1"))
+    store.episodes.apply(written("E1"))
     clash = Changes(tenant_id="acme", put=[NewEpisode(episode("E1"), [0.1] * 384)], audit=[audit("A-clash")])
 
-    outcomes = store.apply_many([written("E2"), clash, written("E3")])
+    outcomes = store.episodes.apply_many([written("E2"), clash, written("E3")])
 
     assert outcomes[0] is None and outcomes[2] is None
     assert isinstance(outcomes[1], ConflictError)
-    assert set(store.get_many("acme", ["E1", "E2", "E3"])) == {"E1", "E2", "E3"}
-    with store.reading() as conn:
+    assert set(store.episodes.get_many("acme", ["E1", "E2", "E3"])) == {"E1", "E2", "E3"}
+    with store.database.reading() as conn:
         audit_ids = {row[0] for row in conn.execute("SELECT audit_id FROM audit")}
     assert audit_ids == {"A-E1", "A-E2", "A-E3"}  # the clashing set's audit record went with it
     store.close()
@@ -74,19 +74,19 @@ def test_given_one_conflicting_set_in_a_group_when_applied_then_only_it_is_left_
 
 def test_given_a_read_audit_when_committed_then_only_it_skips_the_fsync(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
-    store.apply(written("E1"))
+    store.episodes.apply(written("E1"))
     seen = statements(store)
 
-    store.apply(Changes(tenant_id="acme", audit=[audit("R1", "recall.served")], durable=False))
-    store.record_access("acme", ["E1"], NOW)
+    store.episodes.apply(Changes(tenant_id="acme", audit=[audit("R1", "recall.served")], durable=False))
+    store.episodes.record_access("acme", ["E1"], NOW)
     relaxed = list(seen)
     seen.clear()
-    store.apply(written("E2"))
+    store.episodes.apply(written("E2"))
 
     assert relaxed.count("PRAGMA synchronous=NORMAL") == 2 and relaxed.count("PRAGMA synchronous=FULL") == 2
     assert relaxed[-1] == "PRAGMA synchronous=FULL"  # the next durable commit waits for the disk again
     assert not any("synchronous" in s for s in seen)
-    assert store.get("acme", "E1").access_count == 1
+    assert store.episodes.get("acme", "E1").access_count == 1
     store.close()
 
 
@@ -113,14 +113,14 @@ LOAD = textwrap.dedent(
                 "occurredAt": now, "recordedAt": now, "policyVersion": "v", "summary": f"observation {event_id}",
                 "sourceRefs": ["t:1"], "sourceTrust": "tool_result",
             })
-            store.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [0.5] * 384)]))
+            store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [0.5] * 384)]))
             ack("episode " + event_id)
 
     def reader(r):
         for n in range(100000):
             audit_id = f"R{r}-{n:06d}"
             record = AuditRecord(audit_id=audit_id, tenant_id="acme", at=now, action="recall.served", principal_id="p")
-            store.apply(Changes(tenant_id="acme", audit=[record], durable=False))
+            store.episodes.apply(Changes(tenant_id="acme", audit=[record], durable=False))
             ack("audit " + audit_id)
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
@@ -146,9 +146,9 @@ def test_given_writers_and_read_audits_under_load_when_killed_then_everything_ac
     audits = [ident for kind, ident in lines if kind == "audit"]
 
     store = SqliteStore(db)
-    assert store.integrity_ok()
-    assert set(store.get_many("acme", episodes)) == set(episodes)
-    with store.reading() as conn:
+    assert store.database.integrity_ok()
+    assert set(store.episodes.get_many("acme", episodes)) == set(episodes)
+    with store.database.reading() as conn:
         kept = {row[0] for row in conn.execute("SELECT audit_id FROM audit WHERE action = 'recall.served'")}
     assert set(audits) <= kept
     store.close()

@@ -26,7 +26,7 @@ def test_given_an_unchanged_tenant_when_a_scope_is_admitted_again_then_the_kept_
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n) for n in range(50)])
     cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         seen = Admissions(conn)
         first = cache.rowids(conn, scope)
         admissions = seen.count
@@ -42,7 +42,7 @@ def test_given_writes_status_changes_deletions_and_other_processes_then_the_kept
     cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
 
     def admitted() -> set[int]:
-        with store.reading() as conn:
+        with store.database.reading() as conn:
             return set(cache.rowids(conn, scope).tolist())
 
     before = admitted()
@@ -50,9 +50,9 @@ def test_given_writes_status_changes_deletions_and_other_processes_then_the_kept
     put(store, [episode(60)])
     added = rowid(store, "E00060")
     assert admitted() == before | {added}  # a new episode
-    store.apply(Changes(tenant_id="acme", status=[StatusChange("E00001", Status.ACTIVE, Status.ARCHIVED)]))
+    store.episodes.apply(Changes(tenant_id="acme", status=[StatusChange("E00001", Status.ACTIVE, Status.ARCHIVED)]))
     assert admitted() == before - {archived} | {added}
-    store.apply(Changes(tenant_id="acme", delete=["E00002"]))
+    store.episodes.apply(Changes(tenant_id="acme", delete=["E00002"]))
     assert admitted() == before - {archived, erased} | {added}
     other = SqliteStore(tmp_path / "db.sqlite")  # another process's store on the same file
     put(other, [episode(61)])
@@ -65,7 +65,7 @@ def test_given_a_write_to_another_tenant_then_the_kept_answer_stays_valid(tmp_pa
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n) for n in range(50)])
     cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         seen = Admissions(conn)
         cache.rowids(conn, scope)
         admissions = seen.count
@@ -80,7 +80,7 @@ def test_given_an_episode_expiring_between_two_recalls_then_it_leaves_without_an
     put(store, [episode(n) for n in range(20)] + [episode(99, expires=NOW + timedelta(minutes=1))])
     cache = ScopeCache(min_rows=10)
     late = rowid(store, "E00099")
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         seen = Admissions(conn)
         assert late in cache.rowids(conn, Scope(tenant_id="acme", now=NOW))
         admissions = seen.count
@@ -93,7 +93,7 @@ def test_given_a_small_scope_asked_for_once_then_it_is_admitted_with_one_query_a
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n) for n in range(5)] + [episode(9, expires=NOW - timedelta(minutes=1))])
     cache = ScopeCache(min_rows=10)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         seen = Admissions(conn)
         assert len(cache.rowids(conn, Scope(tenant_id="acme", now=NOW))) == 5  # the expired one left out
     assert seen.count == 1 and not seen.with_expiries and not cache._small
@@ -104,7 +104,7 @@ def test_given_a_small_scope_asked_again_with_no_write_between_then_it_is_kept(t
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n) for n in range(5)] + [episode(9, expires=NOW + timedelta(minutes=1))])
     cache, late = ScopeCache(min_rows=10), rowid(store, "E00009")
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         seen = Admissions(conn)
         first = cache.rowids(conn, Scope(tenant_id="acme", now=NOW))
         second = cache.rowids(conn, Scope(tenant_id="acme", now=NOW + timedelta(seconds=5)))
@@ -114,7 +114,7 @@ def test_given_a_small_scope_asked_again_with_no_write_between_then_it_is_kept(t
     assert sorted(first) == sorted(second) and late in second and sorted(third) == sorted(set(first) - {late})
     assert not cache._large  # kept apart from the large ones
     put(store, [episode(60)])
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         assert rowid(store, "E00060") in cache.rowids(conn, Scope(tenant_id="acme", now=NOW))  # never stale
     store.close()
 
@@ -123,7 +123,7 @@ def test_given_writes_between_the_recalls_of_a_small_scope_then_each_is_admitted
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n) for n in range(5)])
     cache = ScopeCache(min_rows=10)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         seen = Admissions(conn)
         for n in range(4):
             assert len(cache.rowids(conn, Scope(tenant_id="acme", now=NOW))) == 5 + n
@@ -136,12 +136,12 @@ def test_given_a_kept_small_scope_that_grows_large_then_it_is_kept_once_among_th
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n) for n in range(5)])
     cache, scope = ScopeCache(min_rows=10), Scope(tenant_id="acme", now=NOW)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         cache.rowids(conn, scope)
         cache.rowids(conn, scope)
     assert len(cache._small) == 1 and not cache._large
     put(store, [episode(n) for n in range(10, 20)])
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         assert len(cache.rowids(conn, scope)) == 15
     assert len(cache._large) == 1 and not cache._small
     store.close()
@@ -151,7 +151,7 @@ def test_given_small_scopes_or_many_scopes_then_only_the_large_and_recent_are_ke
     store = SqliteStore(tmp_path / "db.sqlite")
     put(store, [episode(n, actor=f"actor-{n % 5}") for n in range(100)])
     cache = ScopeCache(capacity=2, min_rows=15)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         for actor in ("actor-0", "actor-1", "actor-2"):
             cache.rowids(conn, Scope(tenant_id="acme", now=NOW, actor_id=actor))  # 20 rows each
         cache.rowids(conn, Scope(tenant_id="acme", now=NOW, actor_id="nobody"))

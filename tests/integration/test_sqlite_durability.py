@@ -26,7 +26,7 @@ WRITER = textwrap.dedent(
             "eventId": f"E{n:06d}", "occurredAt": now, "recordedAt": now, "policyVersion": "v",
             "summary": f"observation number {n} " + "x" * 200, "sourceRefs": ["t:1"], "sourceTrust": "tool_result",
         })
-        store.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [random.random() for _ in range(384)])]))
+        store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [random.random() for _ in range(384)])]))
         print(ep.event_id, flush=True)  # the acknowledgement: printed only after apply returned
     """
 )
@@ -36,15 +36,15 @@ def test_given_a_writer_killed_mid_stream_when_reopened_then_every_acknowledged_
     db = tmp_path / "crash.db"
     acknowledged = kill_when(WRITER, [str(db)], lambda lines: len(lines) == 150)
     store = SqliteStore(db)
-    assert store.integrity_ok()
-    found = store.get_many("acme", acknowledged)
+    assert store.database.integrity_ok()
+    found = store.episodes.get_many("acme", acknowledged)
     assert set(found) == set(acknowledged)
     store.close()
 
 
 def test_given_the_audit_log_when_someone_tries_to_rewrite_it_then_the_database_refuses(local_service):
     local_service.writes.remember(AGENT, proposal())
-    with local_service.deps.episodes.reading() as conn:
+    with local_service.deps.episodes.db.reading() as conn:
         with pytest.raises(Exception, match="append-only"):
             conn.execute("UPDATE audit SET action = 'nothing'")
         with pytest.raises(Exception, match="append-only"):
@@ -66,7 +66,7 @@ def test_given_an_erased_episode_when_the_files_are_read_raw_then_its_text_is_no
 
 
 def test_given_the_database_when_opened_then_it_runs_in_wal_mode_with_full_sync(local_service):
-    with local_service.deps.episodes.reading() as conn:
+    with local_service.deps.episodes.db.reading() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
@@ -134,19 +134,19 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
          "occurredAt": now, "recordedAt": now, "policyVersion": "v", "summary": "Ran the half marathon in 2:04",
          "sourceRefs": ["t:1"], "sourceTrust": "user_provided"}
     )  # fmt: skip
-    store.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [0.0] * 384)]))
-    with store._transaction() as conn:  # what an earlier version left: summary only, no marker
+    store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [0.0] * 384)]))
+    with store.database.transaction() as conn:  # what an earlier version left: summary only, no marker
         conn.execute("UPDATE episodes_search SET text = ?", (ep.summary,))
         conn.execute("DELETE FROM meta WHERE key = 'search_text_version'")
     store.close()
 
     reopened = SqliteStore(path)
-    with reopened.reading() as conn:
+    with reopened.database.reading() as conn:
         [(text,)] = conn.execute("SELECT text FROM episodes_search").fetchall()
         [(marker,)] = conn.execute("SELECT value FROM meta WHERE key = 'search_text_version'").fetchall()
     assert text == ep.search_text() and text.startswith("dana (November 2026): ")
     assert marker == str(Episode.SEARCH_TEXT_VERSION)
-    assert reopened.refresh_search_text() == 0  # once only
+    assert reopened.vectors.refresh_search_text() == 0  # once only
     reopened.close()
 
 

@@ -24,12 +24,12 @@ def episode(n: int, actor: str) -> Episode:
 
 def test_given_many_matches_then_the_scope_gets_the_best_by_bm25_without_a_sort_of_all_matches(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
-    store.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n, f"a{n % 3}"), None) for n in range(600)]))
+    store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n, f"a{n % 3}"), None) for n in range(600)]))
     scope = Scope(tenant_id="acme", now=NOW, actor_id="a1")
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
-        got = store._candidates(conn, scope, "alert gateway rollback", None, 20, None).items
+        got = store.recall._candidates(conn, scope, "alert gateway rollback", None, 20, None).items
         conn.set_trace_callback(None)
         (fts,) = [s for s in statements if "MATCH" in s and "ORDER BY" in s]  # not the words' counts
         plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {fts}"))
@@ -46,7 +46,7 @@ def test_given_many_matches_then_the_scope_gets_the_best_by_bm25_without_a_sort_
 
 
 def _texts(store: SqliteStore, summaries: list[str]) -> None:
-    store.apply(Changes(tenant_id="acme", put=[
+    store.episodes.apply(Changes(tenant_id="acme", put=[
         NewEpisode(episode(n, "a0").model_copy(update={"summary": s, "event_id": f"T{n:04d}"}), None)
         for n, s in enumerate(summaries)
     ]))  # fmt: skip
@@ -57,9 +57,9 @@ def test_given_a_word_in_half_the_texts_or_more_then_the_search_leaves_it_out_an
     FTS5 scores every text holding it: leaving it out only saves that work."""
     store = SqliteStore(tmp_path / "db.sqlite")
     _texts(store, [f"meetings about the {'rollback' if n % 10 == 0 else 'export'} plan" for n in range(40)])
-    with store.reading() as conn:
-        assert store.terms.informative(conn, ["meeting", "rollback", "export"]) == ["rollback"]
-        pruned = store._candidates(conn, Scope(tenant_id="acme", now=NOW), "meeting rollback", None, 50, None)
+    with store.database.reading() as conn:
+        assert store.recall.terms.informative(conn, ["meeting", "rollback", "export"]) == ["rollback"]
+        pruned = store.recall._candidates(conn, Scope(tenant_id="acme", now=NOW), "meeting rollback", None, 50, None)
         full = dict(conn.execute(
             f"SELECT e.event_id, -{BM25} FROM episodes_search JOIN episodes e ON e.rowid = episodes_search.rowid "
             "WHERE episodes_search MATCH '\"meeting\" OR \"rollback\"'"
@@ -76,16 +76,16 @@ def test_given_a_query_of_common_words_only_then_every_word_is_searched_as_befor
     themselves (recall normalises them), and each word must find its own texts."""
     store = SqliteStore(tmp_path / "db.sqlite")
     _texts(store, ["invoice sent", "quote paid", "invoice paid late", "unrelated note"])
-    with store.reading() as conn:
-        assert store.terms.informative(conn, ["invoice", "paid"]) == ["invoice", "paid"]
-        assert store.terms.informative(conn, ["invoice", "quote"]) == ["quote"]
-        got = store._candidates(conn, Scope(tenant_id="acme", now=NOW), "invoice paid", None, 10, None).items
+    with store.database.reading() as conn:
+        assert store.recall.terms.informative(conn, ["invoice", "paid"]) == ["invoice", "paid"]
+        assert store.recall.terms.informative(conn, ["invoice", "quote"]) == ["quote"]
+        got = store.recall._candidates(conn, Scope(tenant_id="acme", now=NOW), "invoice paid", None, 10, None).items
     assert sorted(c.event_id for c in got) == ["T0000", "T0001", "T0002"]
     store.close()
 
 
 def _tenant(store: SqliteStore, tenant: str, count: int, start: int = 0) -> None:
-    store.apply(Changes(tenant_id=tenant, put=[
+    store.episodes.apply(Changes(tenant_id=tenant, put=[
         NewEpisode(episode(n, "a0").model_copy(update={"tenant_id": tenant, "event_id": f"{tenant}-{n:05d}"}), None)
         for n in range(start, start + count)
     ]))  # fmt: skip
@@ -93,10 +93,10 @@ def _tenant(store: SqliteStore, tenant: str, count: int, start: int = 0) -> None
 
 def _searched(store: SqliteStore, tenant: str, text: str) -> tuple[list[str], dict[str, float]]:
     """The FTS5 statements one tenant-wide search ran, and its candidates' BM25 scores."""
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
-        got = store._candidates(conn, Scope(tenant_id=tenant, now=NOW), text, None, 500, None).items
+        got = store.recall._candidates(conn, Scope(tenant_id=tenant, now=NOW), text, None, 500, None).items
         conn.set_trace_callback(None)
     return [s for s in statements if "MATCH" in s and "ORDER BY" in s], {c.event_id: c.lexical for c in got}
 
@@ -109,11 +109,11 @@ def test_given_a_small_tenant_beside_a_large_one_then_fts5_searches_its_own_rows
     _tenant(store, "large", 900)
     _tenant(store, "small", 60, start=900)
     _tenant(store, "large", 300, start=960)  # the small tenant's rows sit between the large one's
-    with store.reading() as conn:
-        assert store.terms.holds_few(conn, "small") and not store.terms.holds_few(conn, "large")
+    with store.database.reading() as conn:
+        assert store.recall.terms.holds_few(conn, "small") and not store.recall.terms.holds_few(conn, "large")
         (limited,), small = _searched(store, "small", "alert gateway")
     assert f'tenant : "{tenant_token("small")}" AND text :' in limited
-    unlimited = dict(store._query(
+    unlimited = dict(store.database.query(
         f"SELECT e.event_id, -{BM25} FROM episodes_search JOIN episodes e ON e.rowid = episodes_search.rowid "
         "WHERE episodes_search MATCH 'text : (\"alert\" OR \"gateway\")' AND e.tenant_id = 'small'"
     ))  # fmt: skip
@@ -128,7 +128,7 @@ def test_given_a_word_that_is_some_tenants_token_then_it_is_matched_in_texts_onl
     """A query word equal to a tenant's word finds no rows by their tenant column."""
     store = SqliteStore(tmp_path / "db.sqlite")
     _tenant(store, "acme", 20)
-    with store.reading() as conn:
-        got = store._candidates(conn, Scope(tenant_id="acme", now=NOW), tenant_token("acme"), None, 50, None)
+    with store.database.reading() as conn:
+        got = store.recall._candidates(conn, Scope(tenant_id="acme", now=NOW), tenant_token("acme"), None, 50, None)
     assert got.items == []
     store.close()

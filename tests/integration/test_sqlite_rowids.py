@@ -18,15 +18,15 @@ def unit(seed: int) -> list[float]:
 
 
 def write(store: SqliteStore, n: int) -> None:
-    store.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), unit(n), MODEL)]))
+    store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), unit(n), MODEL)]))
 
 
 def erase(store: SqliteStore, n: int) -> None:
-    store.apply(Changes(tenant_id="acme", delete=[f"E{n:05d}"]))
+    store.episodes.apply(Changes(tenant_id="acme", delete=[f"E{n:05d}"]))
 
 
 def nearest(store: SqliteStore, seed: int) -> tuple[str, float]:
-    found = store.candidates(Scope(tenant_id="acme", now=NOW), None, unit(seed), 5).items
+    found = store.recall.candidates(Scope(tenant_id="acme", now=NOW), None, unit(seed), 5).items
     return found[0].event_id, found[0].semantic
 
 

@@ -18,7 +18,7 @@ def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_
     path = tmp_path / "episodic.db"
     before = schema_one(path)
     store = SqliteStore(path)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         rows = conn.execute("SELECT rowid, tenant, text FROM episodes_search").fetchall()
         (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -26,11 +26,11 @@ def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_
     assert {rowid: (tenant, text) for rowid, tenant, text in rows} == {
         rowid: (tenant_token(tenant), text) for rowid, (tenant, text) in before.items()
     }
-    got = store.candidates(Scope(tenant_id="acme", now=NOW), "invoice overdue", None, 100).items
+    got = store.recall.candidates(Scope(tenant_id="acme", now=NOW), "invoice overdue", None, 100).items
     assert len(got) == 30 and all(c.lexical > 0 for c in got)
     store.close()
     reopened = SqliteStore(path)  # nothing left to upgrade
-    assert reopened.integrity_ok()
+    assert reopened.database.integrity_ok()
     reopened.close()
 
 
@@ -56,7 +56,7 @@ def test_given_an_upgrade_that_fails_part_way_then_the_old_table_is_whole_and_th
     conn.close()
     monkeypatch.undo()
     store = SqliteStore(path)
-    with store.reading() as conn:
+    with store.database.reading() as conn:
         assert conn.execute("SELECT count(*) FROM episodes_search").fetchone() == (len(before),)
     store.close()
 
@@ -84,7 +84,7 @@ def test_given_text_indexed_by_an_earlier_version_when_prepared_for_serving_then
     data = tmp_path / "data"
     data.mkdir()
     store = SqliteStore(data / "episodic.db")
-    with store._transaction() as conn:  # what an earlier version of the search text leaves
+    with store.database.transaction() as conn:  # what an earlier version of the search text leaves
         conn.execute("DELETE FROM meta WHERE key = 'search_text_version'")
     store.close()
     prepare_data_dir(Settings(data_dir=data))

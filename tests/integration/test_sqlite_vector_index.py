@@ -29,22 +29,22 @@ def episode(n: int) -> Episode:
 def filled(path, count: int) -> tuple[SqliteStore, np.ndarray]:
     store = SqliteStore(path, embedder="m", ann_threshold=200)
     vs = vectors(count)
-    store.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), vs[n], "m") for n in range(count)]))
+    store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n), vs[n], "m") for n in range(count)]))
     return store, vs
 
 
 def nearest(store: SqliteStore, query: np.ndarray) -> list[str]:
-    return [c.event_id for c in store.candidates(Scope(tenant_id="acme", now=NOW), None, query, 5).items]
+    return [c.event_id for c in store.recall.candidates(Scope(tenant_id="acme", now=NOW), None, query, 5).items]
 
 
 def test_given_an_erased_episode_then_its_vector_leaves_the_index_and_memory_and_restarts_skip_it(tmp_path):
     store, vs = filled(tmp_path / "db.sqlite", 400)
     nearest(store, vs[0])
-    assert store.vectors.wait_for_indexing(timeout=60)
+    assert store.vector_search.wait_for_indexing(timeout=60)
     assert nearest(store, vs[7])[0] == "E0007"
-    store.apply(Changes(tenant_id="acme", delete=["E0007"]))
+    store.episodes.apply(Changes(tenant_id="acme", delete=["E0007"]))
 
-    tenant = store.vectors._tenants[("acme", "m")]
+    tenant = store.vector_search._tenants[("acme", "m")]
     rowid = 8  # the eighth row written
     assert rowid not in tenant.index.assignments()[0]
     assert not tenant.matrix[tenant.positions(np.array([rowid]))].any()
@@ -54,8 +54,8 @@ def test_given_an_erased_episode_then_its_vector_leaves_the_index_and_memory_and
     (saved,) = (tmp_path / "db.sqlite.ann").glob("*.npz")
     reopened = SqliteStore(tmp_path / "db.sqlite", embedder="m", ann_threshold=200)
     nearest(reopened, vs[1])
-    assert reopened.vectors.wait_for_indexing(timeout=60)
-    assert reopened.vectors._tenants[("acme", "m")].index.size == 399
+    assert reopened.vector_search.wait_for_indexing(timeout=60)
+    assert reopened.vector_search._tenants[("acme", "m")].index.size == 399
     assert nearest(reopened, vs[1])[0] == "E0001" and saved.exists()
     reopened.close()
 
@@ -63,14 +63,14 @@ def test_given_an_erased_episode_then_its_vector_leaves_the_index_and_memory_and
 def test_given_large_and_small_tenants_when_the_store_warms_up_then_only_the_large_ones_are_read_ahead(tmp_path):
     store, vs = filled(tmp_path / "db.sqlite", 300)
     small = episode(999).model_copy(update={"tenant_id": "globex"})
-    store.apply(Changes(tenant_id="globex", put=[NewEpisode(small, vs[0], "m")]))
+    store.episodes.apply(Changes(tenant_id="globex", put=[NewEpisode(small, vs[0], "m")]))
     store.close()
 
     reopened = SqliteStore(tmp_path / "db.sqlite", embedder="m", ann_threshold=200)
-    reopened.warm_up(DIM, min_episodes=100).join(timeout=60)
-    assert set(reopened.vectors._tenants) == {("acme", "m")}  # globex waits for its first recall
-    assert reopened.vectors._tenants[("acme", "m")].count == 300
-    assert reopened.vectors.wait_for_indexing(timeout=60)  # and the large tenant's index was started
-    assert reopened.vectors._tenants[("acme", "m")].index is not None
+    reopened.recall.warm_up(DIM, min_episodes=100).join(timeout=60)
+    assert set(reopened.vector_search._tenants) == {("acme", "m")}  # globex waits for its first recall
+    assert reopened.vector_search._tenants[("acme", "m")].count == 300
+    assert reopened.vector_search.wait_for_indexing(timeout=60)  # and the large tenant's index was started
+    assert reopened.vector_search._tenants[("acme", "m")].index is not None
     assert nearest(reopened, vs[5])[0] == "E0005"
     reopened.close()

@@ -34,7 +34,7 @@ def wired(aws_resources):
     settings = aws_resources["settings"]
     store = DynamoTimelineStore(aws_resources["dynamodb"], settings.timeline_table, settings.audit_table)
     archive = S3ColdArchive(aws_resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
-    stream.set_stream_processor(build_stream_processor(store, archive))
+    stream.set_stream_processor(build_stream_processor(store.episodes, archive))
     yield store, archive
     stream.set_stream_processor(None)
 
@@ -55,14 +55,14 @@ def test_given_a_ttl_removal_when_handled_then_s3_holds_the_record_and_the_audit
     record = archive.get("acme", "01KAZ3Q7J9X2B8M4T6V0W1Y3C5")
     assert record["reason"] == "retention_expired"
     assert record["episode"]["summary"] == "Customer wants invoices as PDF, in Portuguese"
-    audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
+    audit, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
     assert len(audit) == 1 and audit[0].detail["archiveKey"]
     assert audit[0].principal_id == "system:dynamodb-ttl"
     # The audit log is append-only and outlives an actor's erasure: it must not name the actor.
     assert audit[0].detail["archiveKey"].startswith(f"archive/acme/{actor_pseudonym('acme', 'customer-42')}/")
     assert "customer-42" not in audit[0].model_dump_json()
     stream.handler(load("ttl_remove.json"), _Context())  # redelivery
-    assert len(store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))[0]) == 1
+    assert len(store.audit_log.audit(AuditQuery(tenant_id="acme", action="episode.expired"))[0]) == 1
 
 
 def test_given_a_ttl_removal_of_a_digest_when_handled_then_it_is_audited_but_not_archived(wired):
@@ -75,7 +75,7 @@ def test_given_a_ttl_removal_of_a_digest_when_handled_then_it_is_audited_but_not
     assert stream.handler(event, _Context()) == {"batchItemFailures": []}
 
     assert archive.get("acme", episode["eventId"]["S"]) is None
-    audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
+    audit, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
     assert len(audit) == 1 and audit[0].detail["archived"] is False and "archiveKey" not in audit[0].detail
 
 
@@ -90,7 +90,7 @@ def test_given_a_ttl_removal_of_a_write_awaiting_review_when_handled_then_it_is_
     assert stream.handler(event, _Context()) == {"batchItemFailures": []}
 
     assert archive.get("acme", old_image["ep"]["M"]["eventId"]["S"]) is None
-    audit, _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
+    audit, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="episode.expired"))
     assert len(audit) == 1 and audit[0].detail["archived"] is False
 
 

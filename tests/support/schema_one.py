@@ -30,7 +30,7 @@ def schema_one(path: Path) -> dict[int, tuple[str, str]]:
     store = SqliteStore(path)
     for tenant, words in TENANTS:
         puts = [NewEpisode(episode(tenant, n, f"{words} {n}"), None) for n in range(30)]
-        store.apply(Changes(tenant_id=tenant, put=puts))
+        store.episodes.apply(Changes(tenant_id=tenant, put=puts))
     store.close()
     conn = sqlite3.connect(path, isolation_level=None)
     rows = conn.execute(

@@ -22,8 +22,8 @@ def episode(n: int, tenant: str = "acme", actor: str = "a", expires: datetime | 
 
 def put(store: SqliteStore, episodes: list[Episode]) -> None:
     """Write ``episodes`` (one tenant's) with no vectors."""
-    store.apply(Changes(tenant_id=episodes[0].tenant_id, put=[NewEpisode(e, None) for e in episodes]))
+    store.episodes.apply(Changes(tenant_id=episodes[0].tenant_id, put=[NewEpisode(e, None) for e in episodes]))
 
 
 def rowid(store: SqliteStore, event_id: str) -> int:
-    return store._one("SELECT rowid FROM episodes WHERE event_id = ?", (event_id,))[0]
+    return store.database.one("SELECT rowid FROM episodes WHERE event_id = ?", (event_id,))[0]

@@ -50,7 +50,9 @@ def stack(aws_env, minilm, clock):
         create_tables(dynamodb, "tl", "au")
         s3.create_bucket(Bucket="archive-test")
         service = build_aws_service(settings, dynamodb=dynamodb, s3=s3, embedder=minilm, stepfunctions=sfn, clock=clock)
-        workflows.set_root(workflows.WorkflowRoot(service, DynamoTimelineStore(dynamodb, "tl", "au"), sfn))
+        workflows.set_root(
+            workflows.WorkflowRoot(service, DynamoTimelineStore(dynamodb, "tl", "au").review_tokens, sfn)
+        )
         yield service, sfn, sqs, queue
         workflows.set_root(None)
 
@@ -100,7 +102,7 @@ def test_given_an_untrusted_write_when_an_operator_decides_then_the_execution_en
     assert held.decision is Decision.REVIEW
     [message] = deliver_review_messages(sqs, queue)
     assert message["reviewId"] == held.review_id and message["episode"]["summary"].startswith("User prefers")
-    assert service.deps.episodes.review_token("acme", held.review_id) == message["taskToken"]
+    assert service.deps.reviews.review_token("acme", held.review_id) == message["taskToken"]
     service.reviews.decide_review(OPERATOR, held.review_id, approve=approve, note="checked")
     execution = wait_for(sfn, execution_of(sfn, held.review_id))
     assert execution["status"] == "SUCCEEDED"

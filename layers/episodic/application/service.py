@@ -98,7 +98,7 @@ class MemoryService:
         backend: str = "custom",
         closers: Sequence[Callable[[], None]] = (),
     ) -> MemoryService:
-        """The service over one backend: ``store`` serves every store port
+        """The service over one backend: ``store``'s parts serve every store port
         (:class:`~episodic.application.ports.TimelineStore`); ``compaction`` is the backend's way
         to drop erased bytes, where it keeps any."""
         settings = settings or Settings()

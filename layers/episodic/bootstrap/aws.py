@@ -58,10 +58,10 @@ def build_aws_service(
     Functions executions; otherwise they are announced on the log (and time out by the sweep).
     Without a ``summariser``, digests are extractive."""
     store = DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
-    scoped = DynamoScopedIndex(store, max_scope=settings.max_scope, embedder=embedder.name)
+    scoped = DynamoScopedIndex(store.episodes, max_scope=settings.max_scope, embedder=embedder.name)
     notifier: ReviewNotifier = LogReviewNotifier()
     if stepfunctions is not None and settings.review_state_machine_arn:
-        notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store)
+        notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store.review_tokens)
     from episodic.adapters.summarisers.extractive import ExtractiveSummariser
 
     return MemoryService.build(
@@ -181,7 +181,7 @@ def review_tokens_from_settings(settings: Settings) -> ReviewTokens:
     import boto3
 
     dynamodb = boto3.client("dynamodb", region_name=settings.aws_region)
-    return DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table)
+    return DynamoTimelineStore(dynamodb, settings.timeline_table, settings.audit_table).review_tokens
 
 
 def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcessor:
@@ -196,7 +196,7 @@ def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcesso
     archive = S3ColdArchive(
         boto3.client("s3", region_name=settings.aws_region), settings.archive_bucket, settings.archive_kms_key_id
     )
-    return stream_processor(store, archive, opensearch_index(settings, ensure=True))
+    return stream_processor(store.episodes, archive, opensearch_index(settings, ensure=True))
 
 
 def stream_processor(

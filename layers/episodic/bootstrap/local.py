@@ -17,8 +17,8 @@ from episodic.logs import service_logger
 
 def prepare_data_dir(settings: Settings) -> Path:
     """The database's path in the data dir, created owner-only if missing, with the database
-    created or upgraded to this version's schema (:mod:`.sqlite_upgrade`) and its lexical text
-    re-indexed if an earlier version wrote it (``SqliteStore.refresh_search_text``).
+    created or upgraded to this version's schema (:mod:`episodic.adapters.sqlite.upgrade`) and its
+    lexical text re-indexed if an earlier version wrote it (``Maintenance.refresh_search_text``).
     ``episodic serve`` calls it before forking its workers, so each step runs once, in one
     process, and no worker waits on another's or repeats it at its start."""
     path = _data_dir(settings) / "episodic.db"
@@ -47,12 +47,12 @@ def build_local_service(
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
     return MemoryService.build(
         store=store,
-        index=store,
+        index=store.recall,
         archive=FolderArchive(data_dir / "archive"),
         embedder=embedder,
         notifier=notifier or LogReviewNotifier(),
         summariser=ExtractiveSummariser(embedder),
-        compaction=store,
+        compaction=store.compaction,
         settings=settings,
         clock=clock,
         backend="local-sqlite",

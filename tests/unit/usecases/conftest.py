@@ -69,7 +69,7 @@ def notifier() -> RecordingReviewNotifierDouble:
 
 @pytest.fixture
 def compaction(store) -> CompactionSpyDouble:
-    return CompactionSpyDouble(store)
+    return CompactionSpyDouble(store.compaction)
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def deps(store, archive, embedder, notifier, compaction, clock) -> Deps:
     return Deps.over_store(
         store,
         compaction=compaction,
-        index=store,
+        index=store.recall,
         archive=archive,
         embedder=embedder,
         notifier=notifier,

@@ -26,7 +26,7 @@ def test_given_the_tenant_switch_when_flipped_then_status_follows_and_each_flip_
     )
     assert admin.writes_status("globex").writes_enabled is True  # other tenants keep writing
     assert admin.set_writes(OPERATOR, True).writes_enabled is True
-    records, _ = store.audit(AuditQuery(tenant_id="acme"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme"))
     assert [(r.action, r.detail) for r in records] == [
         ("writes.disabled", {"reason": "incident 42"}),
         ("writes.enabled", {}),
@@ -38,7 +38,7 @@ def test_given_an_agent_when_flipping_the_switch_then_it_is_forbidden_and_nothin
     with pytest.raises(ForbiddenError):
         admin.set_writes(AGENT, False)
     assert admin.writes_status("acme").writes_enabled is True
-    assert store.audit(AuditQuery(tenant_id="acme"))[0] == []
+    assert store.audit_log.audit(AuditQuery(tenant_id="acme"))[0] == []
 
 
 def test_given_the_deployment_kill_switch_when_status_is_asked_then_writes_are_off_whatever_the_tenant_says(
@@ -73,10 +73,10 @@ def test_given_a_renamed_embedder_when_reembedding_then_stale_vectors_are_replac
     for n in range(5):
         writes.remember(AGENT, proposal(summary=f"User's locker number is {n}"))
     deps.embedder = RenamedEmbedderDouble(embedder, "test-double/hashing-v2")
-    assert len(store.stale_vectors("test-double/hashing-v2", 10)) == 5
+    assert len(store.vectors.stale_vectors("test-double/hashing-v2", 10)) == 5
     progress: list[int] = []
     assert admin.reembed(batch_size=2, progress=progress.append) == 5
-    assert progress == [2, 4, 5] and store.stale_vectors("test-double/hashing-v2", 10) == []
+    assert progress == [2, 4, 5] and store.vectors.stale_vectors("test-double/hashing-v2", 10) == []
     assert admin.reembed(batch_size=2, progress=progress.append) == 0 and progress == [2, 4, 5]
 
 

@@ -24,7 +24,7 @@ def archival(deps) -> Archival:
 
 
 def _audits(store, action, event_id=None):
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action=action, event_id=event_id, limit=100))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action=action, event_id=event_id, limit=100))
     return records
 
 
@@ -57,8 +57,8 @@ def test_given_expired_episodes_when_the_sweep_runs_then_up_to_the_limit_move_to
     assert archival.expire(clock.now(), limit=2) == 1
     assert archival.expire(clock.now(), limit=2) == 0
     for result in expired:
-        assert store.get("acme", result.event_id) is None and archive.contains("acme", result.event_id)
-    assert store.get("acme", kept.event_id) is not None
+        assert store.episodes.get("acme", result.event_id) is None and archive.contains("acme", result.event_id)
+    assert store.episodes.get("acme", kept.event_id) is not None
     audit = _audits(store, "episode.expired", expired[0].event_id)[0]
     assert audit.principal_id == "system:sweep"
     assert audit.detail["contentHash"] == content_hash(expired[0].episode)
@@ -79,7 +79,7 @@ def test_given_an_expired_digest_when_the_sweep_runs_then_it_is_audited_and_gone
     )
     clock.advance(hours=2)
     assert archival.expire(clock.now(), limit=10) == 1
-    assert store.get("acme", digest.event_id) is None and not archive.contains("acme", digest.event_id)
+    assert store.episodes.get("acme", digest.event_id) is None and not archive.contains("acme", digest.event_id)
     detail = _audits(store, "episode.expired", digest.event_id)[0].detail
     assert detail["archived"] is False and "archiveKey" not in detail
 
@@ -91,7 +91,7 @@ def test_given_idle_low_value_episodes_when_a_dry_run_forgets_then_they_are_list
     clock.advance(days=31)
     report = archival.forget(dry_run=True)
     assert report.dry_run and report.archived == [old.event_id] and report.examined == 1
-    assert store.get("acme", old.event_id).status is Status.ACTIVE
+    assert store.episodes.get("acme", old.event_id).status is Status.ACTIVE
     assert not archive.contains("acme", old.event_id) and _audits(store, "episode.archived") == []
 
 
@@ -102,7 +102,7 @@ def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_wit
     clock.advance(days=31)
     report = archival.forget()
     assert report.archived == [old.event_id] and not report.dry_run
-    stored = store.get("acme", old.event_id)
+    stored = store.episodes.get("acme", old.event_id)
     assert stored.status is Status.ARCHIVED and archive.get("acme", old.event_id)["reason"] == "relevance_decay"
     [audit] = _audits(store, "episode.archived", old.event_id)
     assert audit.principal_id == "system:decay-sweep" and audit.detail["retentionScore"] == stored.retention_score
@@ -112,7 +112,7 @@ def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_wit
 def test_given_a_low_value_episode_recalled_recently_when_forgotten_then_it_is_kept(writes, archival, store, clock):
     old = _idle_low_value(writes, clock)
     clock.advance(days=31)
-    store.record_access("acme", [old.event_id], clock.now() - timedelta(days=29))
+    store.episodes.record_access("acme", [old.event_id], clock.now() - timedelta(days=29))
     assert archival.forget().archived == []
     clock.advance(days=2)
     assert archival.forget().archived == [old.event_id]
@@ -140,7 +140,7 @@ def test_given_an_episode_changed_after_the_scan_when_forgotten_then_it_is_kept_
 ):
     old = _idle_low_value(writes, clock)
     clock.advance(days=31)
-    snapshot = store.active_page(None, 10)
+    snapshot = store.scans.active_page(None, 10)
 
     class SnapshotScansDouble:
         """TEST DOUBLE: the maintenance scan as read before the episode was corrected."""
@@ -151,7 +151,7 @@ def test_given_an_episode_changed_after_the_scan_when_forgotten_then_it_is_kept_
     writes.correct(AGENT, old.event_id, proposal(summary="Printer on floor 3 was repaired"))
     deps.scans = SnapshotScansDouble()
     assert archival.forget().archived == []
-    assert store.get("acme", old.event_id).status is Status.SUPERSEDED
+    assert store.episodes.get("acme", old.event_id).status is Status.SUPERSEDED
     assert not archive.contains("acme", old.event_id) and _audits(store, "episode.archived") == []
 
 
@@ -186,8 +186,8 @@ def test_given_an_archived_record_when_restored_then_it_is_re_embedded_by_the_cu
     new_expiry = clock.now() + timedelta(days=90)
     restored = archival.restore(OPERATOR, gone.event_id, expires_at=new_expiry)
     assert restored.status is Status.ACTIVE and restored.retention.expires_at == new_expiry
-    assert store.get("acme", gone.event_id) == restored and not archive.contains("acme", gone.event_id)
-    assert store.stale_vectors("test-double/hashing-v2", 10) == []
+    assert store.episodes.get("acme", gone.event_id) == restored and not archive.contains("acme", gone.event_id)
+    assert store.vectors.stale_vectors("test-double/hashing-v2", 10) == []
     [audit] = _audits(store, "episode.restored", gone.event_id)
     assert audit.detail == {"archivedReason": "retention_expired", "expiresAt": new_expiry.isoformat()}
 
@@ -199,7 +199,7 @@ def test_given_a_decay_archived_episode_when_restored_then_it_is_active_where_it
     clock.advance(days=31)
     archival.forget()
     restored = archival.restore(OPERATOR, old.event_id)
-    assert restored.status is Status.ACTIVE and store.get("acme", old.event_id).status is Status.ACTIVE
+    assert restored.status is Status.ACTIVE and store.episodes.get("acme", old.event_id).status is Status.ACTIVE
     assert not archive.contains("acme", old.event_id)
     assert _audits(store, "episode.restored", old.event_id)[0].detail == {"archivedReason": "relevance_decay"}
 
@@ -209,7 +209,7 @@ def test_given_a_restore_whose_copy_removal_failed_when_asked_again_then_only_th
 ):
     back = writes.remember(AGENT, proposal())
     archive.put(back.episode, "retention_expired", clock.now())  # left behind by the failed removal
-    assert archival.restore(OPERATOR, back.event_id) == store.get("acme", back.event_id)
+    assert archival.restore(OPERATOR, back.event_id) == store.episodes.get("acme", back.event_id)
     assert not archive.contains("acme", back.event_id) and _audits(store, "episode.restored") == []
 
 
@@ -232,14 +232,14 @@ def test_given_a_decay_archived_episode_when_restored_with_a_new_expiry_then_it_
     archival.forget()
     new_expiry = clock.now() + timedelta(days=365)
     restored = archival.restore(OPERATOR, old.event_id, expires_at=new_expiry)
-    held = store.get("acme", old.event_id)
+    held = store.episodes.get("acme", old.event_id)
     assert held == restored and held.status is Status.ACTIVE and held.retention.expires_at == new_expiry
     assert not archive.contains("acme", old.event_id)
-    assert store.stale_vectors(embedder.name, 10) == []  # re-embedded: recallable again
+    assert store.vectors.stale_vectors(embedder.name, 10) == []  # re-embedded: recallable again
     [audit] = _audits(store, "episode.restored", old.event_id)
     assert audit.detail == {"archivedReason": "relevance_decay", "expiresAt": new_expiry.isoformat()}
     clock.advance(days=100)  # past the old expiry, inside the new one: the sweep leaves it
-    assert archival.expire(clock.now(), 10) == 0 and store.get("acme", old.event_id) is not None
+    assert archival.expire(clock.now(), 10) == 0 and store.episodes.get("acme", old.event_id) is not None
 
 
 def test_given_a_decay_archived_episode_when_restored_with_an_expiry_in_the_past_then_nothing_changes(
@@ -250,4 +250,4 @@ def test_given_a_decay_archived_episode_when_restored_with_an_expiry_in_the_past
     archival.forget()
     with pytest.raises(InvalidRequestError):
         archival.restore(OPERATOR, old.event_id, expires_at=clock.now())
-    assert store.get("acme", old.event_id).status is Status.ARCHIVED
+    assert store.episodes.get("acme", old.event_id).status is Status.ARCHIVED

@@ -26,7 +26,7 @@ def erasure(deps) -> Erasure:
 
 
 def _tombstones(store, tenant="acme"):
-    records, _ = store.audit(AuditQuery(tenant_id=tenant, action="episode.erased", limit=100))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id=tenant, action="episode.erased", limit=100))
     return {r.event_id: r for r in records}
 
 
@@ -60,7 +60,7 @@ def test_given_an_episode_when_erased_then_it_is_gone_and_its_tombstone_holds_a_
     written = writes.remember(AGENT, proposal(summary="User's cat is called Biscuit and hates invoices"))
     result = erasure.erase(AGENT, written.event_id)
     assert (result.erased, result.cascaded, result.archived_records_deleted) == ([written.event_id], [], 0)
-    assert store.get("acme", written.event_id) is None
+    assert store.episodes.get("acme", written.event_id) is None
     tombstone = _tombstones(store)[written.event_id]
     assert tombstone.detail == {
         "reason": "erasure_requested",
@@ -82,7 +82,7 @@ def test_given_a_digest_and_an_ordinary_episode_citing_it_when_erased_then_only_
     ).event_id
     result = erasure.erase(AGENT, source, reason="user request #12")
     assert result.erased == [source, digest] and result.cascaded == [digest]
-    assert store.get("acme", digest) is None and store.get("acme", citing_note) is not None
+    assert store.episodes.get("acme", digest) is None and store.episodes.get("acme", citing_note) is not None
     tombstones = _tombstones(store)
     assert tombstones[digest].detail["cascade"] is True and tombstones[source].detail["cascade"] is False
     assert {t.detail["reason"] for t in tombstones.values()} == {"user request #12"}
@@ -109,7 +109,7 @@ def test_given_no_compaction_port_when_erasing_then_the_erasure_still_completes(
     deps.compaction = None
     written = writes.remember(AGENT, proposal())
     assert Erasure(deps).erase(AGENT, written.event_id).erased == [written.event_id]
-    assert store.get("acme", written.event_id) is None
+    assert store.episodes.get("acme", written.event_id) is None
 
 
 def test_given_the_archive_failing_when_erasing_then_nothing_is_erased_and_a_retry_finishes(
@@ -119,10 +119,12 @@ def test_given_the_archive_failing_when_erasing_then_nothing_is_erased_and_a_ret
     deps.archive = FailingArchiveDouble(archive)
     with pytest.raises(StorageError):
         Erasure(deps).erase(AGENT, written.event_id)
-    assert store.get("acme", written.event_id) is not None and _tombstones(store) == {} and compaction.calls == 0
+    assert (
+        store.episodes.get("acme", written.event_id) is not None and _tombstones(store) == {} and compaction.calls == 0
+    )
     deps.archive = archive
     assert Erasure(deps).erase(AGENT, written.event_id).erased == [written.event_id]
-    assert store.get("acme", written.event_id) is None
+    assert store.episodes.get("acme", written.event_id) is None
 
 
 def test_given_the_archive_failing_when_erasing_an_actor_then_the_timeline_is_untouched(writes, deps, store, archive):
@@ -130,7 +132,7 @@ def test_given_the_archive_failing_when_erasing_an_actor_then_the_timeline_is_un
     deps.archive = FailingArchiveDouble(archive)
     with pytest.raises(StorageError):
         Erasure(deps).erase_actor(OPERATOR, "user-1")
-    assert store.get("acme", written.event_id) is not None and _tombstones(store) == {}
+    assert store.episodes.get("acme", written.event_id) is not None and _tombstones(store) == {}
 
 
 def test_given_an_actor_when_erased_then_every_trace_goes_and_the_audit_names_only_a_hash(
@@ -143,10 +145,13 @@ def test_given_an_actor_when_erased_then_every_trace_goes_and_the_audit_names_on
     result = erasure.erase_actor(OPERATOR, "user-1")
     assert set(result.erased) == {live, digest} and result.cascaded == [digest]
     assert result.archived_records_deleted == 1 and not archive.contains("acme", archived.event_id)
-    assert store.event_ids_of_actor("acme", "user-1") == [] and store.get("globex", kept_elsewhere) is not None
+    assert (
+        store.episodes.event_ids_of_actor("acme", "user-1") == []
+        and store.episodes.get("globex", kept_elsewhere) is not None
+    )
     assert {t.detail["scope"] for t in _tombstones(store).values()} == {"actor"}
     assert {t.detail["reason"] for t in _tombstones(store).values()} == {"actor_erasure_requested"}
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="actor.erased"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="actor.erased"))
     assert records[0].detail == {
         "actorHash": hash_text("acme/user-1"),
         "erasedEpisodes": 2,
@@ -159,7 +164,7 @@ def test_given_an_agent_when_erasing_an_actor_then_it_is_forbidden_and_nothing_i
     written = writes.remember(AGENT, proposal())
     with pytest.raises(ForbiddenError):
         erasure.erase_actor(AGENT, "user-1")
-    assert store.get("acme", written.event_id) is not None
+    assert store.episodes.get("acme", written.event_id) is not None
 
 
 def test_given_a_retained_episode_in_the_archive_when_an_agent_erases_it_then_only_an_operator_may(

@@ -70,14 +70,14 @@ def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_an
     clock.advance(hours=1)
     response = reads.recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
     assert [i.episode.event_id for i in response.items] == [written.event_id]
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
     assert [r.audit_id for r in records] == [response.recall_id]
     assert records[0].detail == {
         "eventIds": [written.event_id],
         "queryHash": hash_text("invoices as PDF"),
         "actorScoped": True,
     }
-    counted = store.get("acme", written.event_id)
+    counted = store.episodes.get("acme", written.event_id)
     assert counted.access_count == 1 and counted.last_accessed_at == clock.now()
     assert response.degraded == []
 
@@ -85,7 +85,7 @@ def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_an
 def test_given_a_question_that_is_only_a_time_phrase_when_served_then_its_hash_is_audited(writes, reads, store):
     writes.remember(AGENT, proposal())
     reads.recall(AGENT, RecallRequest(query="  what happened yesterday? "))
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
     assert records[0].detail["queryHash"] == hash_text("what happened yesterday?")
 
 
@@ -98,20 +98,20 @@ def test_given_no_query_when_recalling_then_nothing_is_embedded_and_the_newest_c
     response = reads.recall(AGENT, RecallRequest(actor_id="user-1"))
     assert [i.episode.event_id for i in response.items] == [newer.event_id, older.event_id]
     assert embedder.calls == calls
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
     assert records[0].detail.get("queryHash") is None
 
 
 def test_given_access_counts_cannot_be_written_when_recalling_then_it_answers_audited_and_says_so(writes, deps, store):
     written = writes.remember(AGENT, proposal())
-    spy = StoreSpyDouble(store)
+    spy = StoreSpyDouble(store.episodes)
     spy.fail_record_access = True
     deps.episodes = spy
     response = Reads(deps).recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
     assert [i.episode.event_id for i in response.items] == [written.event_id]
     assert response.degraded == ["access_stats_not_updated"]
-    assert store.get("acme", written.event_id).access_count == 0
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert store.episodes.get("acme", written.event_id).access_count == 0
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
     assert len(records) == 1
 
 

@@ -36,11 +36,11 @@ def test_given_a_held_write_when_approved_then_it_is_active_audited_and_the_work
     held = _held(writes)
     view = reviews.decide_review(OPERATOR, held.review_id, approve=True, note="checked the vendor page")
     assert view.review.status is ReviewStatus.APPROVED and view.episode.status is Status.ACTIVE
-    assert store.get("acme", held.event_id).status is Status.ACTIVE
+    assert store.episodes.get("acme", held.event_id).status is Status.ACTIVE
     assert [(r.review_id, r.status, r.reviewer) for r in notifier.decided] == [
         (held.review_id, ReviewStatus.APPROVED, OPERATOR.principal_id)
     ]
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="review.approved"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="review.approved"))
     assert records[0].detail == {
         "reviewId": held.review_id,
         "reviewer": OPERATOR.principal_id,
@@ -51,9 +51,9 @@ def test_given_a_held_write_when_approved_then_it_is_active_audited_and_the_work
 def test_given_a_held_write_when_denied_then_the_workflow_is_told_it_was_denied(writes, reviews, store, notifier):
     held = _held(writes)
     view = reviews.decide_review(OPERATOR, held.review_id, approve=False)
-    assert view.episode is None and store.get("acme", held.event_id) is None
+    assert view.episode is None and store.episodes.get("acme", held.event_id) is None
     assert [r.status for r in notifier.decided] == [ReviewStatus.DENIED]
-    assert store.get_review("acme", held.review_id).status is ReviewStatus.DENIED
+    assert store.reviews.get_review("acme", held.review_id).status is ReviewStatus.DENIED
 
 
 def test_given_the_queue_when_listed_then_views_carry_their_episodes_and_closed_ones_need_no_filter(writes, reviews):
@@ -74,7 +74,7 @@ def test_given_another_tenants_review_when_decided_then_it_is_not_found(writes, 
     theirs = _held(writes, caller=OTHER_TENANT_AGENT)
     with pytest.raises(NotFoundError):
         reviews.decide_review(OPERATOR, theirs.review_id, approve=True)
-    assert store.get_review("globex", theirs.review_id).status is ReviewStatus.PENDING
+    assert store.reviews.get_review("globex", theirs.review_id).status is ReviewStatus.PENDING
     assert reviews.list_reviews(OTHER_OPERATOR)[0].review.review_id == theirs.review_id
 
 
@@ -85,14 +85,14 @@ def test_given_a_held_write_erased_meanwhile_when_approved_then_the_review_close
     Erasure(deps).erase(AGENT, held.event_id)
     view = reviews.decide_review(OPERATOR, held.review_id, approve=True)
     assert view.review.status is ReviewStatus.APPROVED and view.episode is None
-    assert store.get("acme", held.event_id) is None and len(notifier.decided) == 1
+    assert store.episodes.get("acme", held.event_id) is None and len(notifier.decided) == 1
 
 
 def test_given_a_decided_review_when_it_times_out_then_its_decision_stands(writes, reviews, store):
     held = _held(writes)
     reviews.decide_review(OPERATOR, held.review_id, approve=True)
     assert reviews.expire_review("acme", held.review_id) == "approved"
-    assert store.get("acme", held.event_id).status is Status.ACTIVE
+    assert store.episodes.get("acme", held.event_id).status is Status.ACTIVE
 
 
 def test_given_reviews_of_different_ages_when_timed_out_then_only_the_stale_ones_are_denied_by_the_system(
@@ -103,13 +103,13 @@ def test_given_reviews_of_different_ages_when_timed_out_then_only_the_stale_ones
     recent = _held(writes, summary="Forum says the SDK supports Python 3.8")
     elsewhere = _held(writes, caller=OTHER_TENANT_AGENT)
     assert reviews.time_out(clock.now() - timedelta(days=1), limit=10) == 1
-    assert store.get("acme", stale.event_id) is None
-    assert store.get_review("acme", recent.review_id).status is ReviewStatus.PENDING
-    assert store.get_review("globex", elsewhere.review_id).status is ReviewStatus.PENDING
+    assert store.episodes.get("acme", stale.event_id) is None
+    assert store.reviews.get_review("acme", recent.review_id).status is ReviewStatus.PENDING
+    assert store.reviews.get_review("globex", elsewhere.review_id).status is ReviewStatus.PENDING
     assert [(r.review_id, r.status, r.reviewer) for r in notifier.decided] == [
         (stale.review_id, ReviewStatus.EXPIRED, SystemActor.REVIEW_TIMEOUT)
     ]
-    records, _ = store.audit(AuditQuery(tenant_id="acme", action="review.expired"))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="review.expired"))
     assert records[0].principal_id == SystemActor.REVIEW_TIMEOUT and records[0].event_id == stale.event_id
     later = clock.now() + timedelta(seconds=1)
     assert reviews.time_out(later, limit=10) == 2  # the other tenant's too: the sweep is service-wide
@@ -119,7 +119,7 @@ def test_given_a_review_closed_between_read_and_write_when_it_times_out_then_it_
     writes, reviews, deps, store, notifier
 ):
     held = _held(writes)
-    snapshot = store.get_review("acme", held.review_id)
+    snapshot = store.reviews.get_review("acme", held.review_id)
     reviews.decide_review(OPERATOR, held.review_id, approve=True)
 
     class StaleReviewQueueDouble:
@@ -130,7 +130,7 @@ def test_given_a_review_closed_between_read_and_write_when_it_times_out_then_it_
 
     deps.reviews = StaleReviewQueueDouble()
     assert reviews.expire_review("acme", held.review_id) == "closed-concurrently"
-    assert store.get("acme", held.event_id).status is Status.ACTIVE and len(notifier.decided) == 1
+    assert store.episodes.get("acme", held.event_id).status is Status.ACTIVE and len(notifier.decided) == 1
 
 
 def test_given_a_correction_of_another_actor_when_denied_then_the_corrected_episode_stays_active(
@@ -141,7 +141,7 @@ def test_given_a_correction_of_another_actor_when_denied_then_the_corrected_epis
         AGENT, proposal(actorId="cust-mallory", summary="Mallory wants XML", supersedesEventIds=[theirs.event_id])
     )
     reviews.decide_review(OPERATOR, attempt.review_id, approve=False)
-    assert store.get("acme", theirs.event_id).status is Status.ACTIVE
+    assert store.episodes.get("acme", theirs.event_id).status is Status.ACTIVE
     with pytest.raises(ConflictError):
         reviews.decide_review(OPERATOR, attempt.review_id, approve=True)
 
@@ -156,11 +156,11 @@ def test_given_a_held_write_past_its_retention_when_swept_then_it_is_gone_withou
     held = _held(writes, retention={"expiresAt": (clock.now() + timedelta(hours=1)).isoformat()})
     clock.advance(hours=2)
     assert Archival(deps).expire(clock.now(), 10) == 1
-    assert store.get("acme", held.event_id) is None and not archive.contains("acme", held.event_id)
-    [expired], _ = store.audit(AuditQuery(tenant_id="acme", action="episode.expired", event_id=held.event_id))
+    assert store.episodes.get("acme", held.event_id) is None and not archive.contains("acme", held.event_id)
+    [expired], _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="episode.expired", event_id=held.event_id))
     assert expired.detail["archived"] is False
     with pytest.raises(NotFoundError):
         Archival(deps).restore(OPERATOR, held.event_id, expires_at=clock.now() + timedelta(days=30))
     view = reviews.decide_review(OPERATOR, held.review_id, approve=True)
     assert view.review.status is ReviewStatus.APPROVED and view.episode is None
-    assert store.get("acme", held.event_id) is None
+    assert store.episodes.get("acme", held.event_id) is None

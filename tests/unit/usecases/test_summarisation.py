@@ -87,13 +87,13 @@ def test_given_a_busy_actor_when_summarised_then_the_digest_cites_every_source_n
     written = _events(writes, clock, "cust-dana", 7)
     result = summarisation.summarise_actor("acme", "cust-dana", clock.now() - timedelta(hours=24), clock.now())
     assert result.decision is Decision.ALLOW, result.reasons
-    digest = store.get("acme", result.event_id)
+    digest = store.episodes.get("acme", result.event_id)
     assert digest.event_type is EventType.SESSION_SUMMARY and digest.tags == ["digest"]
     assert digest.source_refs == [cite(i) for i in reversed(written)]
     assert digest.proposed_by is ProposedBy.WORKFLOW and digest.actor_id == "cust-dana"
-    assert digest.occurred_at == store.get("acme", written[-1]).occurred_at
+    assert digest.occurred_at == store.episodes.get("acme", written[-1]).occurred_at
     lines = digest.summary.split("\n")
-    sources = {store.get("acme", i).summary for i in written}
+    sources = {store.episodes.get("acme", i).summary for i in written}
     assert 1 <= len(lines) <= 3 and set(lines) <= sources  # extractive: every line is a source's sentence
 
 
@@ -113,7 +113,7 @@ def test_given_private_and_sensitive_sources_when_summarised_then_the_digest_is_
     ).event_id
     sensitive = _sensitive(writes, clock, "cust-dana")
     result = summarisation.summarise_actor("acme", "cust-dana", clock.now() - timedelta(hours=24), clock.now())
-    digest = store.get("acme", result.event_id)
+    digest = store.episodes.get("acme", result.event_id)
     assert digest.privacy_class is PrivacyClass.PRIVATE and digest.importance == pytest.approx(0.9)
     assert set(digest.source_refs) == {cite(i) for i in [*ordinary, private]}
     assert cite(sensitive) not in digest.source_refs
@@ -133,7 +133,7 @@ def test_given_a_disclosure_kept_internal_when_summarised_then_the_digest_does_n
     )
     assert told.decision is Decision.ALLOW and "sensitive:health" in told.reasons  # kept, class unchanged
     result = summarisation.summarise_actor("acme", "cust-dana", clock.now() - timedelta(hours=24), clock.now())
-    digest = store.get("acme", result.event_id)
+    digest = store.episodes.get("acme", result.event_id)
     assert set(digest.source_refs) == {cite(i) for i in ordinary}
     assert "diabetes" not in digest.summary
 
@@ -154,7 +154,7 @@ def test_given_sources_with_expiries_when_summarised_then_the_digest_expires_wit
             ),
         )
     result = summarisation.summarise_actor("acme", "cust-eli", clock.now() - timedelta(hours=24), clock.now())
-    assert store.get("acme", result.event_id).retention.expires_at == first_expiry
+    assert store.episodes.get("acme", result.event_id).retention.expires_at == first_expiry
 
 
 def test_given_too_few_digestible_events_in_the_window_when_summarised_then_it_is_refused(
@@ -164,7 +164,7 @@ def test_given_too_few_digestible_events_in_the_window_when_summarised_then_it_i
     _sensitive(writes, clock, "cust-fay")
     with pytest.raises(InvalidRequestError):
         summarisation.summarise_actor("acme", "cust-fay", clock.now() - timedelta(hours=24), clock.now())
-    assert store.count("acme") == 6
+    assert store.episodes.count("acme") == 6
 
 
 def test_given_a_summariser_writing_more_than_three_lines_when_summarised_then_three_are_kept(
@@ -173,7 +173,9 @@ def test_given_a_summariser_writing_more_than_three_lines_when_summarised_then_t
     deps.summariser = ScriptedSummariserDouble(lines=[f"Order {9100 + n} shipped" for n in range(5)])
     _events(writes, clock, "cust-gus", 6)
     result = summarisation.summarise_actor("acme", "cust-gus", clock.now() - timedelta(hours=24), clock.now())
-    assert store.get("acme", result.event_id).summary.split("\n") == [f"Order {9100 + n} shipped" for n in range(3)]
+    assert store.episodes.get("acme", result.event_id).summary.split("\n") == [
+        f"Order {9100 + n} shipped" for n in range(3)
+    ]
 
 
 def test_given_one_actor_failing_when_summarising_everyone_then_it_is_reported_and_the_others_are_written(
@@ -186,7 +188,7 @@ def test_given_one_actor_failing_when_summarising_everyone_then_it_is_reported_a
     assert outcomes["cust-bad"].failed is True and outcomes["cust-bad"].error == "RuntimeError"
     assert outcomes["cust-bad"].event_id is None
     assert outcomes["cust-ok"].decision is Decision.ALLOW and outcomes["cust-ok"].failed is None
-    assert store.get("acme", outcomes["cust-ok"].event_id).event_type is EventType.SESSION_SUMMARY
+    assert store.episodes.get("acme", outcomes["cust-ok"].event_id).event_type is EventType.SESSION_SUMMARY
 
 
 def test_given_no_summariser_when_summarising_then_each_actor_reports_the_composition_error(
@@ -205,7 +207,7 @@ def test_given_more_sources_than_a_digest_may_cite_when_summarised_then_the_newe
 ):
     written = _events(writes, clock, "cust-ivy", SUMMARY_MAX_SOURCES + 3)
     result = summarisation.summarise_actor("acme", "cust-ivy", clock.now() - timedelta(hours=24), clock.now())
-    assert store.get("acme", result.event_id).source_refs == [cite(i) for i in reversed(written[3:])]
+    assert store.episodes.get("acme", result.event_id).source_refs == [cite(i) for i in reversed(written[3:])]
 
 
 def test_given_earlier_digests_in_the_window_when_summarised_then_they_take_no_place_of_a_source(
@@ -225,4 +227,4 @@ def test_given_earlier_digests_in_the_window_when_summarised_then_they_take_no_p
         )
     result = summarisation.summarise_actor("acme", "cust-jo", clock.now() - timedelta(hours=24), clock.now())
     assert result.decision is Decision.ALLOW
-    assert set(store.get("acme", result.event_id).source_refs) == {cite(i) for i in written}
+    assert set(store.episodes.get("acme", result.event_id).source_refs) == {cite(i) for i in written}

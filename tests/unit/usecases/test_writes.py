@@ -24,7 +24,7 @@ from tests.unit.usecases.doubles import StoreSpyDouble
 
 
 def _actions(store, event_id=None):
-    records, _ = store.audit(AuditQuery(tenant_id="acme", event_id=event_id, limit=100))
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", event_id=event_id, limit=100))
     return [r.action for r in records]
 
 
@@ -34,7 +34,7 @@ def test_given_the_deployment_kill_switch_when_remembering_then_writes_fail_and_
     deps.settings = Settings(writes_disabled=True)
     with pytest.raises(WritesDisabledError):
         writes.remember(AGENT, proposal())
-    assert store.count("acme") == 0 and embedder.calls == [] and _actions(store) == []
+    assert store.episodes.count("acme") == 0 and embedder.calls == [] and _actions(store) == []
 
 
 def test_given_a_denied_proposal_when_remembered_then_only_its_audit_is_stored_and_nothing_is_embedded(
@@ -43,8 +43,8 @@ def test_given_a_denied_proposal_when_remembered_then_only_its_audit_is_stored_a
     result = writes.remember(AGENT, proposal(actorId=None))
     assert result.decision is Decision.DENY and "not_an_episode" in result.reasons
     assert result.event_id is None and result.episode is None
-    assert store.count("acme") == 0 and embedder.calls == []
-    records, _ = store.audit(AuditQuery(tenant_id="acme"))
+    assert store.episodes.count("acme") == 0 and embedder.calls == []
+    records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme"))
     assert [(r.action, r.event_id) for r in records] == [("episode.denied", None)]
     assert records[0].reasons == result.reasons and records[0].principal_id == AGENT.principal_id
 
@@ -53,11 +53,11 @@ def test_given_an_allowed_proposal_when_remembered_then_it_is_stored_with_its_ve
     writes, store, embedder, clock
 ):
     result = writes.remember(AGENT, proposal())
-    stored = store.get("acme", result.event_id)
+    stored = store.episodes.get("acme", result.event_id)
     assert result.decision is Decision.ALLOW and stored == result.episode
     assert stored.tenant_id == "acme" and stored.recorded_at == clock.now() and stored.status is Status.ACTIVE
     assert stored.retention_score == retention_score(stored, clock.now())
-    assert store.stale_vectors(embedder.name, 10) == []  # the vector came from this embedder
+    assert store.vectors.stale_vectors(embedder.name, 10) == []  # the vector came from this embedder
     assert _actions(store, result.event_id) == ["episode.written"]
 
 
@@ -65,7 +65,10 @@ def test_given_tag_weights_when_remembered_then_the_retention_score_uses_them(wr
     plain = writes.remember(AGENT, proposal(importance=0.1))
     deps.settings = Settings(tag_weights={"billing": 1.0})
     weighted = writes.remember(AGENT, proposal(importance=0.1, summary="User wants invoices emailed on the 1st"))
-    assert store.get("acme", weighted.event_id).retention_score > store.get("acme", plain.event_id).retention_score
+    assert (
+        store.episodes.get("acme", weighted.event_id).retention_score
+        > store.episodes.get("acme", plain.event_id).retention_score
+    )
 
 
 def test_given_an_empty_batch_when_remembered_then_it_is_refused(writes):
@@ -76,7 +79,7 @@ def test_given_an_empty_batch_when_remembered_then_it_is_refused(writes):
 def test_given_a_batch_with_one_item_naming_another_tenant_when_remembered_then_nothing_is_written(writes, store):
     with pytest.raises(ForbiddenError):
         writes.remember_batch(AGENT, [proposal(), proposal(tenantId="globex")])
-    assert store.count("acme") == 0 and store.count("globex") == 0
+    assert store.episodes.count("acme") == 0 and store.episodes.count("globex") == 0
 
 
 def test_given_a_batch_item_superseding_an_unknown_episode_when_remembered_then_only_that_item_is_refused(
@@ -88,7 +91,7 @@ def test_given_a_batch_item_superseding_an_unknown_episode_when_remembered_then_
     )
     assert results[0].decision is Decision.ALLOW
     assert results[1].decision is Decision.DENY and results[1].reasons[:2] == ["invalid_reference", "01NOSUCHEPISODE"]
-    assert store.count("acme") == 1
+    assert store.episodes.count("acme") == 1
 
 
 def test_given_two_batch_items_superseding_the_same_episode_when_remembered_then_the_second_conflicts_alone(
@@ -104,18 +107,18 @@ def test_given_two_batch_items_superseding_the_same_episode_when_remembered_then
     )
     assert first.decision is Decision.ALLOW
     assert second.decision is Decision.DENY and second.reasons[0] == "conflict" and second.event_id is None
-    assert store.get("acme", old.event_id).status is Status.SUPERSEDED
-    assert store.count("acme") == 2  # the old one and the first correction; nothing of the second
+    assert store.episodes.get("acme", old.event_id).status is Status.SUPERSEDED
+    assert store.episodes.count("acme") == 2  # the old one and the first correction; nothing of the second
 
 
 def test_given_a_correction_when_written_then_it_inherits_the_actor_and_supersedes_in_the_same_commit(deps, store):
-    spy = StoreSpyDouble(store)
+    spy = StoreSpyDouble(store.episodes)
     deps.episodes = spy
     writes = Writes(deps)
     old = writes.remember(AGENT, proposal(actorId="cust-ana"))
     spy.applied.clear()
     fix = writes.correct(AGENT, old.event_id, proposal(actorId=None, summary="User now wants invoices as XML"))
-    new = store.get("acme", fix.event_id)
+    new = store.episodes.get("acme", fix.event_id)
     assert new.actor_id == "cust-ana" and new.supersedes_event_ids == [old.event_id]
     assert new.correction_path == f"corrects {old.event_id}"
     [changes] = spy.applied  # one change set: the new episode, the old one's status, both audits
@@ -124,7 +127,7 @@ def test_given_a_correction_when_written_then_it_inherits_the_actor_and_supersed
         (old.event_id, Status.ACTIVE, Status.SUPERSEDED)
     ]
     assert sorted(a.action for a in changes.audit) == ["episode.superseded", "episode.written"]
-    assert store.get("acme", old.event_id).status is Status.SUPERSEDED
+    assert store.episodes.get("acme", old.event_id).status is Status.SUPERSEDED
 
 
 def test_given_a_correction_naming_the_corrected_id_again_when_written_then_it_is_superseded_once(writes, store):
@@ -132,7 +135,7 @@ def test_given_a_correction_naming_the_corrected_id_again_when_written_then_it_i
     fix = writes.correct(
         AGENT, old.event_id, proposal(summary="User wants XML invoices", supersedesEventIds=[old.event_id])
     )
-    assert store.get("acme", fix.event_id).supersedes_event_ids == [old.event_id]
+    assert store.episodes.get("acme", fix.event_id).supersedes_event_ids == [old.event_id]
     assert _actions(store, old.event_id).count("episode.superseded") == 1
 
 
@@ -162,15 +165,15 @@ def test_given_another_actors_episode_when_an_agent_supersedes_it_then_review_bu
         AGENT, proposal(actorId="cust-mallory", summary="Mallory wants XML", supersedesEventIds=[theirs.event_id])
     )
     assert attempt.decision is Decision.REVIEW and "supersedes_other_actor" in attempt.reasons
-    assert store.get("acme", theirs.event_id).status is Status.ACTIVE  # nothing hidden before a human decides
+    assert store.episodes.get("acme", theirs.event_id).status is Status.ACTIVE  # nothing hidden before a human decides
     assert [(r.review_id, e.event_id) for r, e in notifier.requested] == [(attempt.review_id, attempt.event_id)]
-    assert store.get_review("acme", attempt.review_id).status is ReviewStatus.PENDING
+    assert store.reviews.get_review("acme", attempt.review_id).status is ReviewStatus.PENDING
 
     by_operator = writes.remember(
         OPERATOR, proposal(actorId="cust-bob", summary="Bob wants XML", supersedesEventIds=[theirs.event_id])
     )
     assert by_operator.decision is Decision.ALLOW and "supersedes_other_actor" not in by_operator.reasons
-    assert store.get("acme", theirs.event_id).status is Status.SUPERSEDED
+    assert store.episodes.get("acme", theirs.event_id).status is Status.SUPERSEDED
 
 
 def test_given_a_batch_with_two_held_items_when_remembered_then_each_review_is_notified_once_after_commit(
@@ -187,5 +190,7 @@ def test_given_a_batch_with_two_held_items_when_remembered_then_each_review_is_n
     assert [r.decision for r in results] == [Decision.REVIEW, Decision.ALLOW, Decision.REVIEW]
     assert [r.review_id for r, _ in notifier.requested] == [results[0].review_id, results[2].review_id]
     for review, episode in notifier.requested:
-        assert store.get("acme", episode.event_id).status is Status.PENDING_REVIEW  # committed before notifying
+        assert (
+            store.episodes.get("acme", episode.event_id).status is Status.PENDING_REVIEW
+        )  # committed before notifying
         assert review.event_id == episode.event_id

@@ -15,7 +15,7 @@ from ulid import ULID
 
 from episodic.adapters.codec import decode_cursor, encode_cursor
 from episodic.adapters.dynamodb import tables as t
-from episodic.adapters.dynamodb.base import DynamoBase, storage_errors, to_item
+from episodic.adapters.dynamodb.database import Database, storage_errors, to_item
 from episodic.application.ports import AuditQuery
 from episodic.domain.model import AuditRecord
 
@@ -30,13 +30,16 @@ def _lowest_audit_id(query: AuditQuery) -> str:
     return low
 
 
-class AuditAndSettings(DynamoBase):
+class AuditAndSettings:
     """A tenant's (or an episode's) audit trail, and the tenant's writes kill-switch."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     @storage_errors("read")
     def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]:
         low = _lowest_audit_id(query)
-        request: dict[str, Any] = {"TableName": self.audit_table, "ScanIndexForward": True}
+        request: dict[str, Any] = {"TableName": self.db.audit_table, "ScanIndexForward": True}
         if query.event_id:
             request.update(
                 IndexName=t.AUDIT_EVENT_INDEX,
@@ -51,7 +54,7 @@ class AuditAndSettings(DynamoBase):
                 ExpressionAttributeValues=to_item({":pk": query.tenant_id, ":low": low}),
             )
         records: list[AuditRecord] = []
-        for item in self._query(**request):
+        for item in self.db.query(**request):
             if query.action and item["action"]["S"] != query.action:
                 continue
             if len(records) == query.limit:
@@ -61,10 +64,12 @@ class AuditAndSettings(DynamoBase):
 
     @storage_errors("read")
     def writes_enabled(self, tenant_id: str) -> bool:
-        response = self.client.get_item(TableName=self.table, Key=to_item(t.writes_switch_key(tenant_id)))
+        response = self.db.client.get_item(TableName=self.db.table, Key=to_item(t.writes_switch_key(tenant_id)))
         item = response.get("Item")
         return True if not item else bool(item["enabled"]["BOOL"])
 
     @storage_errors("write")
     def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None:
-        self._transact([self._put({**t.writes_switch_key(tenant_id), "enabled": enabled}), self._audit_put(audit)])
+        self.db.transact(
+            [self.db.put({**t.writes_switch_key(tenant_id), "enabled": enabled}), self.db.audit_put(audit)]
+        )

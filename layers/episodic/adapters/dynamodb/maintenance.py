@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 
 from episodic.adapters.codec import decode_cursor, encode_cursor, pack_vector
 from episodic.adapters.dynamodb import tables as t
-from episodic.adapters.dynamodb.base import (
-    DynamoBase,
+from episodic.adapters.dynamodb.database import (
+    Database,
     condition_failed,
     episode_of,
     from_item,
@@ -30,8 +30,11 @@ from episodic.domain.errors import StorageError
 from episodic.domain.model import Episode
 
 
-class Maintenance(DynamoBase):
+class Maintenance:
     """The sweeps' reads, and the re-embedding's vector writes."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     @storage_errors("read")
     def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
@@ -42,7 +45,7 @@ class Maintenance(DynamoBase):
                 "KeyConditionExpression": f"{t.BY_EXPIRY.pk} = :pk AND {t.BY_EXPIRY.sk} < :now",
                 "ExpressionAttributeValues": to_item({":pk": t.expiry_pk(shard), ":now": t.iso(now)}),
             }
-            for item in self._query(**query):
+            for item in self.db.query(**query):
                 episodes.append(episode_of(item))
                 if len(episodes) >= limit * 2:
                     break
@@ -60,7 +63,7 @@ class Maintenance(DynamoBase):
                     "KeyConditionExpression": f"{t.BY_DAY.pk} = :pk",
                     "ExpressionAttributeValues": to_item({":pk": t.day_pk(day, shard)}),
                 }
-                for item in self._query(**query):
+                for item in self.db.query(**query):
                     tenant, actor, occurred = t.parse_day_sk(item[t.BY_DAY.sk]["S"])
                     if item.get("st", {}).get("S") == "active" and t.iso(since) <= occurred < t.iso(until):
                         counts[(tenant, actor)] = counts.get((tenant, actor), 0) + 1
@@ -71,7 +74,7 @@ class Maintenance(DynamoBase):
     def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
         """A maintenance scan (the decay sweep), resumable from ``after``."""
         request: dict[str, Any] = {
-            "TableName": self.table,
+            "TableName": self.db.table,
             "FilterExpression": "sk = :episode AND st = :active",
             "ExpressionAttributeValues": to_item({":episode": t.EPISODE_SK, ":active": "active"}),
         }
@@ -79,7 +82,7 @@ class Maintenance(DynamoBase):
             request["ExclusiveStartKey"] = to_item(decode_cursor(after, (dict,))[0])
         episodes: list[Episode] = []
         while True:
-            response = self.client.scan(**request)
+            response = self.db.client.scan(**request)
             episodes += [episode_of(item) for item in response.get("Items", [])]
             last = response.get("LastEvaluatedKey")
             if not last or len(episodes) >= limit:
@@ -90,9 +93,9 @@ class Maintenance(DynamoBase):
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         """A maintenance scan (not a tenant read path): episode items whose vector is missing or
         was made by another embedder."""
-        paginator = self.client.get_paginator("scan")
+        paginator = self.db.client.get_paginator("scan")
         pages = paginator.paginate(
-            TableName=self.table,
+            TableName=self.db.table,
             FilterExpression="sk = :episode AND (attribute_not_exists(vec) OR embedder <> :e)",
             ExpressionAttributeValues=to_item({":episode": t.EPISODE_SK, ":e": embedder}),
         )
@@ -108,8 +111,8 @@ class Maintenance(DynamoBase):
     def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
         for episode, vector in vectors:
             try:
-                self.client.update_item(
-                    TableName=self.table,
+                self.db.client.update_item(
+                    TableName=self.db.table,
                     Key=to_item(t.episode_key(episode.tenant_id, episode.event_id)),
                     UpdateExpression="SET vec = :v, embedder = :e",
                     ConditionExpression="attribute_exists(pk)",

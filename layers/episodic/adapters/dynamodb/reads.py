@@ -1,5 +1,5 @@
-"""The read half of :class:`~episodic.application.ports.EpisodeStore` on DynamoDB, and
-:class:`~episodic.application.ports.ScopeReader`.
+"""How a scope is read on DynamoDB (the timeline and
+:class:`~episodic.application.ports.ScopeReader` of :class:`~episodic.adapters.dynamodb.episodes.Episodes`).
 
 A scope is read from the most selective index it allows (an actor's, a project's, a tag's
 adjacency items, an event type's, or the whole tenant's timeline), and every scope
@@ -9,24 +9,13 @@ lag by up to two days, so that re-check includes ``retention.expiresAt``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
-from datetime import datetime
+from collections.abc import Iterator
 from typing import Any
 
-from episodic.adapters.codec import decode_cursor, encode_cursor, unpack_vector
 from episodic.adapters.dynamodb import tables as t
-from episodic.adapters.dynamodb.base import (
-    BATCH_GET_KEYS,
-    DynamoBase,
-    episode_of,
-    from_item,
-    storage_errors,
-    to_item,
-)
-from episodic.application.ports import IdempotencyRecord, Scope, StoredEpisode, TimelineQuery
-from episodic.domain.digests.citations import cite
-from episodic.domain.model import Episode, EventType
+from episodic.adapters.dynamodb.database import BATCH_GET_KEYS, Database, episode_of, to_item
+from episodic.application.ports import Scope
+from episodic.domain.model import Episode
 
 
 def _scope_partition(scope: Scope) -> tuple[t.Index | None, str]:
@@ -57,120 +46,51 @@ def _occurrence_range(scope: Scope, newest_first: bool, after_key: str | None) -
     return low, high
 
 
-class EpisodeReads(DynamoBase):
-    """Episodes by id and in scope, idempotency records, and the erasure lookups."""
+def iter_scope(
+    db: Database, scope: Scope, newest_first: bool = True, after_key: str | None = None
+) -> Iterator[tuple[str, dict[str, Any], Episode]]:
+    """Episodes inside ``scope`` in occurrence order, from the most selective index.
 
-    @storage_errors("read")
-    def get(self, tenant_id: str, event_id: str) -> Episode | None:
-        response = self.client.get_item(TableName=self.table, Key=to_item(t.episode_key(tenant_id, event_id)))
-        item = response.get("Item")
-        return episode_of(item) if item else None
+    Yields ``(sort key, raw item, episode)``; the sort key resumes iteration after it.
+    """
+    index, pk = _scope_partition(scope)
+    low, high = _occurrence_range(scope, newest_first, after_key)
+    pk_name, sk_name = (index.pk, index.sk) if index else ("pk", "sk")
+    query: dict[str, Any] = {
+        "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
+        "ExpressionAttributeNames": {"#pk": pk_name, "#sk": sk_name},
+        "ExpressionAttributeValues": to_item({":pk": pk, ":low": low, ":high": high}),
+        "ScanIndexForward": not newest_first,
+    }
+    if index:
+        query["IndexName"] = index.name
+        items: Iterator[dict[str, Any]] = db.query(**query)
+    else:
+        items = _resolve_adjacency(db, scope.tenant_id, db.query(**query))
+    for item in items:
+        sort_key = item[sk_name]["S"] if index else item["_sk"]
+        if sort_key == after_key:  # BETWEEN is inclusive; the cursor item was already returned
+            continue
+        episode = episode_of(item)
+        if scope.admits(episode):
+            yield sort_key, item, episode
 
-    @storage_errors("read")
-    def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
-        return {i: episode_of(item) for i, item in self._get_items(tenant_id, event_ids).items()}
 
-    @storage_errors("read")
-    def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
-        after = decode_cursor(query.cursor, (str,))[0] if query.cursor else None
-        episodes: list[Episode] = []
-        last_key = None
-        for sort_key, _, episode in self._iter_scope(query.scope, query.newest_first, after):
-            if len(episodes) == query.limit:
-                return episodes, encode_cursor([last_key])
-            episodes.append(episode)
-            last_key = sort_key
-        return episodes, None
+def _resolve_adjacency(db: Database, tenant: str, adjacency: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Turn tag items into their episode items, in order, a batch get at a time; orphans drop out."""
+    page: list[dict[str, Any]] = []
 
-    def read_scope(self, scope: Scope) -> Iterator[StoredEpisode]:
-        """:class:`~episodic.application.ports.ScopeReader`: the scope newest first, with stored vectors."""
-        for _, item, episode in self._iter_scope(scope, newest_first=True):
-            raw = item.get("vec", {}).get("B")
-            embedder = item.get("embedder", {}).get("S")
-            yield StoredEpisode(episode, None if raw is None else unpack_vector(raw), embedder)
+    def flush() -> Iterator[dict[str, Any]]:
+        found = db.get_items(tenant, [a["eid"]["S"] for a in page])
+        for a in page:
+            item = found.get(a["eid"]["S"])
+            if item is not None:
+                yield {**item, "_sk": a["sk"]["S"]}
 
-    def _iter_scope(
-        self, scope: Scope, newest_first: bool = True, after_key: str | None = None
-    ) -> Iterator[tuple[str, dict[str, Any], Episode]]:
-        """Episodes inside ``scope`` in occurrence order, from the most selective index.
-
-        Yields ``(sort key, raw item, episode)``; the sort key resumes iteration after it.
-        """
-        index, pk = _scope_partition(scope)
-        low, high = _occurrence_range(scope, newest_first, after_key)
-        pk_name, sk_name = (index.pk, index.sk) if index else ("pk", "sk")
-        query: dict[str, Any] = {
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
-            "ExpressionAttributeNames": {"#pk": pk_name, "#sk": sk_name},
-            "ExpressionAttributeValues": to_item({":pk": pk, ":low": low, ":high": high}),
-            "ScanIndexForward": not newest_first,
-        }
-        if index:
-            query["IndexName"] = index.name
-            items: Iterator[dict[str, Any]] = self._query(**query)
-        else:
-            items = self._resolve_adjacency(scope.tenant_id, self._query(**query))
-        for item in items:
-            sort_key = item[sk_name]["S"] if index else item["_sk"]
-            if sort_key == after_key:  # BETWEEN is inclusive; the cursor item was already returned
-                continue
-            episode = episode_of(item)
-            if scope.admits(episode):
-                yield sort_key, item, episode
-
-    def _resolve_adjacency(self, tenant: str, adjacency: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """Turn tag items into their episode items, in order, a batch get at a time; orphans drop out."""
-        page: list[dict[str, Any]] = []
-
-        def flush() -> Iterator[dict[str, Any]]:
-            found = self._get_items(tenant, [a["eid"]["S"] for a in page])
-            for a in page:
-                item = found.get(a["eid"]["S"])
-                if item is not None:
-                    yield {**item, "_sk": a["sk"]["S"]}
-
-        for adj in adjacency:
-            page.append(adj)
-            if len(page) == BATCH_GET_KEYS:
-                yield from flush()
-                page = []
-        if page:
+    for adj in adjacency:
+        page.append(adj)
+        if len(page) == BATCH_GET_KEYS:
             yield from flush()
-
-    @storage_errors("read")
-    def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
-        response = self.client.get_item(TableName=self.table, Key=to_item(t.idempotency_key(tenant_id, key)))
-        item = response.get("Item")
-        if not item:
-            return None
-        plain = from_item(item)
-        return IdempotencyRecord(
-            tenant_id=tenant_id,
-            key=key,
-            request_hash=plain["requestHash"],
-            result=json.loads(plain["result"]),
-            created_at=datetime.fromisoformat(plain["createdAt"].replace("Z", "+00:00")),
-        )
-
-    @storage_errors("read")
-    def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]:
-        query = {
-            "IndexName": t.BY_ACTOR.name,
-            "KeyConditionExpression": f"{t.BY_ACTOR.pk} = :pk",
-            "ExpressionAttributeValues": to_item({":pk": t.actor_pk(tenant_id, actor_id)}),
-        }
-        return [t.event_id_of(item["pk"]["S"]) for item in self._query(**query)]
-
-    @storage_errors("read")
-    def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
-        found: list[str] = []
-        for event_id in event_ids:
-            query = {
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": to_item({":pk": t.ref_pk(tenant_id, cite(event_id))}),
-            }
-            found += [
-                i["sk"]["S"] for i in self._query(**query) if i.get("etype", {}).get("S") == EventType.SESSION_SUMMARY
-            ]
-        existing = self._get_items(tenant_id, found)
-        return [i for i in dict.fromkeys(found) if i in existing]
+            page = []
+    if page:
+        yield from flush()

@@ -13,19 +13,22 @@ from datetime import datetime
 from botocore.exceptions import ClientError
 
 from episodic.adapters.dynamodb import tables as t
-from episodic.adapters.dynamodb.base import DynamoBase, condition_failed, review_of, storage_errors, to_item
+from episodic.adapters.dynamodb.database import Database, condition_failed, review_of, storage_errors, to_item
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Review, ReviewStatus
 
 REVIEW_STATUSES = tuple(ReviewStatus)
 
 
-class ReviewReads(DynamoBase):
+class ReviewReads:
     """The review queue and the review workflow's task tokens."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     @storage_errors("read")
     def get_review(self, tenant_id: str, review_id: str) -> Review | None:
-        response = self.client.get_item(TableName=self.table, Key=to_item(t.review_key(tenant_id, review_id)))
+        response = self.db.client.get_item(TableName=self.db.table, Key=to_item(t.review_key(tenant_id, review_id)))
         item = response.get("Item")
         return review_of(item) if item else None
 
@@ -38,7 +41,7 @@ class ReviewReads(DynamoBase):
                 "KeyConditionExpression": f"{t.BY_REVIEW_STATUS.pk} = :pk",
                 "ExpressionAttributeValues": to_item({":pk": t.review_status_pk(tenant_id, state)}),
             }
-            for item in self._query(**query):
+            for item in self.db.query(**query):
                 reviews.append(review_of(item))
                 if len(reviews) >= limit and status:
                     break
@@ -53,7 +56,7 @@ class ReviewReads(DynamoBase):
             "ExpressionAttributeValues": to_item({":pk": t.PENDING_REVIEWS_PK, ":before": t.iso(before)}),
         }
         reviews = []
-        for item in self._query(**query):
+        for item in self.db.query(**query):
             reviews.append(review_of(item))
             if len(reviews) == limit:
                 break
@@ -64,8 +67,8 @@ class ReviewReads(DynamoBase):
         """Keep the Step Functions task token on the review so the decision can complete it.
         False when the review is no longer pending (the token is then of no use)."""
         try:
-            self.client.update_item(
-                TableName=self.table,
+            self.db.client.update_item(
+                TableName=self.db.table,
                 Key=to_item(t.review_key(tenant_id, review_id)),
                 UpdateExpression="SET taskToken = :t",
                 ConditionExpression="st = :pending",
@@ -79,5 +82,5 @@ class ReviewReads(DynamoBase):
 
     @storage_errors("read")
     def review_token(self, tenant_id: str, review_id: str) -> str | None:
-        response = self.client.get_item(TableName=self.table, Key=to_item(t.review_key(tenant_id, review_id)))
+        response = self.db.client.get_item(TableName=self.db.table, Key=to_item(t.review_key(tenant_id, review_id)))
         return response.get("Item", {}).get("taskToken", {}).get("S")

@@ -8,17 +8,17 @@ or TCP connections the server has served: at most ``MAX_IDLE_READERS`` stay open
 requests.
 
 Why a write acknowledged is a write kept: every write runs in one ``BEGIN IMMEDIATE`` ...
-``COMMIT`` with ``synchronous=FULL`` (:meth:`Database._transaction`, or the group commit of
-:mod:`.sqlite_group_commit` that change sets share), so by the time the caller hears back the
+``COMMIT`` with ``synchronous=FULL`` (:meth:`Database.transaction`, or the group commit of
+:mod:`.group_commit` that change sets share), so by the time the caller hears back the
 commit has reached the WAL on disk; a crash before that rolls the open transaction back and
 loses nothing that was acknowledged.
 
 Why erased text does not linger: every connection runs with ``secure_delete``, so freed
-pages are zeroed (the FTS optimise and WAL truncation after an erasure are in
-:mod:`.sqlite_writes`).
+pages are zeroed, and :meth:`Database.compact_after_erasure` optimises the FTS index and
+truncates the WAL after an erasure.
 
 The schema is created if missing: ``meta.schema_version`` records the format a file is in, and a
-file of an earlier format is upgraded once when it is opened (:mod:`.sqlite_upgrade`).
+file of an earlier format is upgraded once when it is opened (:mod:`.upgrade`).
 """
 
 from __future__ import annotations
@@ -166,7 +166,8 @@ class Database:
         self._idle_count = 0
         self._pool_lock = threading.Lock()
         self._closed = False
-        self._group = GroupCommit(self._writer, self._write_lock)
+        self.group = GroupCommit(self._writer, self._write_lock)
+        """The group commit change sets share (:mod:`.group_commit`)."""
         with self._write_lock:
             self._writer.executescript(SCHEMA)
             self._writer.execute(
@@ -215,16 +216,18 @@ class Database:
         else:
             conn.close()
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one read, on a borrowed reader."""
         with self.reading() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one read (None when there is none), on a borrowed reader."""
         with self.reading() as conn:
             return conn.execute(sql, params).fetchone()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """The writer inside ``BEGIN IMMEDIATE``: committed when the block ends, rolled back
         (nothing written) when it raises. ``IMMEDIATE`` takes the write lock up front, so a
         busy database fails here, before any work, rather than at commit."""
@@ -254,7 +257,15 @@ class Database:
         with self._write_lock:
             self._writer.close()
 
+    def compact_after_erasure(self) -> None:
+        """:class:`~episodic.application.ports.ErasureCompaction`: rewrite the FTS segments without
+        the deleted rows, then checkpoint and truncate the WAL (``secure_delete`` has zeroed the
+        freed pages already), so no erased byte lingers in the file or its journal."""
+        with self._write_lock:
+            self._writer.execute("INSERT INTO episodes_search (episodes_search) VALUES ('optimize')")
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def integrity_ok(self) -> bool:
         """Whether SQLite's own integrity check passes (used after a crash, and by tests)."""
-        row = self._one("PRAGMA integrity_check")
+        row = self.one("PRAGMA integrity_check")
         return row is not None and row[0] == "ok"

@@ -69,11 +69,14 @@ def close_review(conn: sqlite3.Connection, tenant: str, close: ReviewChange) -> 
     return cur.rowcount == 1
 
 
-class Governance(Database):
+class Governance:
     """Reviews, the audit log and per-tenant settings."""
 
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
     def get_review(self, tenant_id: str, review_id: str) -> Review | None:
-        row = self._one("SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id))
+        row = self.db.one("SELECT doc FROM reviews WHERE tenant_id = ? AND review_id = ?", (tenant_id, review_id))
         return Review.model_validate_json(row[0]) if row else None
 
     def list_reviews(self, tenant_id: str, status: ReviewStatus | None, limit: int) -> list[Review]:
@@ -82,11 +85,11 @@ class Governance(Database):
         if status:
             sql += " AND status = ?"
             params.append(status)
-        rows = self._query(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
+        rows = self.db.query(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
         return [Review.model_validate_json(r[0]) for r in rows]
 
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
-        rows = self._query(
+        rows = self.db.query(
             "SELECT doc FROM reviews WHERE status = 'pending' AND requested_at < ? ORDER BY requested_at LIMIT ?",
             (micros(before), limit),
         )
@@ -108,7 +111,7 @@ class Governance(Database):
         if query.cursor:
             sql += " AND seq > ?"
             params.append(decode_cursor(query.cursor, (int,))[0])
-        rows = self._query(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1))
+        rows = self.db.query(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1))
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = encode_cursor([rows[-1][0]]) if more and rows else None
@@ -116,12 +119,12 @@ class Governance(Database):
 
     def writes_enabled(self, tenant_id: str) -> bool:
         """A tenant never switched accepts writes."""
-        row = self._one("SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,))
+        row = self.db.one("SELECT writes_enabled FROM tenant_settings WHERE tenant_id = ?", (tenant_id,))
         return True if row is None else bool(row[0])
 
     def set_writes_enabled(self, tenant_id: str, enabled: bool, audit: AuditRecord) -> None:
         """Flip the kill-switch and audit it in one transaction: no unaudited switch, ever."""
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO tenant_settings (tenant_id, writes_enabled) VALUES (?, ?) "
                 "ON CONFLICT (tenant_id) DO UPDATE SET writes_enabled = excluded.writes_enabled",

@@ -21,20 +21,21 @@ from episodic.domain.digests.rules import DIGEST_PRIVACY_ORDER
 from episodic.domain.model import Episode, EventType, Status
 
 
-class Maintenance(Database):
+class Maintenance:
     """Expiry, decay and digest scans over all tenants, and vector replacement."""
 
-    vectors: VectorSearch
+    def __init__(self, db: Database, vectors: VectorSearch) -> None:
+        self.db, self.vector_search = db, vectors
 
     def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
-        rows = self._query(
+        rows = self.db.query(
             "SELECT doc FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
             (micros(now), limit),
         )
         return [Episode.model_validate_json(r[0]) for r in rows]
 
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
-        rows = self._query(
+        rows = self.db.query(
             # episodic.domain.digests.rules.digestible: no digests, only the privacy classes a digest may repeat
             "SELECT tenant_id, actor_id, COUNT(*) FROM episodes WHERE status = ? AND event_type != ? "
             f"AND privacy_class IN ({','.join('?' * len(DIGEST_PRIVACY_ORDER))}) "
@@ -54,7 +55,7 @@ class Maintenance(Database):
     def active_page(self, after: str | None, limit: int) -> tuple[list[Episode], str | None]:
         """A page in rowid order; the cursor is the last rowid served."""
         start = decode_cursor(after, (int,))[0] if after else 0
-        rows = self._query(
+        rows = self.db.query(
             "SELECT rowid, doc FROM episodes WHERE status = 'active' AND rowid > ? ORDER BY rowid LIMIT ?",
             (start, limit + 1),
         )
@@ -64,19 +65,19 @@ class Maintenance(Database):
         return [Episode.model_validate_json(r[1]) for r in rows], cursor
 
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
-        rows = self._query(
+        rows = self.db.query(
             "SELECT doc FROM episodes WHERE embedder IS NOT ? OR vector IS NULL ORDER BY rowid LIMIT ?",
             (embedder, limit),
         )
         return [Episode.model_validate_json(r[0]) for r in rows]
 
     def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany(
                 "UPDATE episodes SET vector = ?, embedder = ? WHERE tenant_id = ? AND event_id = ?",
                 [(pack_vector(v), embedder, ep.tenant_id, ep.event_id) for ep, v in vectors],
             )
-        self.vectors.invalidate()  # rows changed in place: the rowid watermark cannot see that
+        self.vector_search.invalidate()  # rows changed in place: the rowid watermark cannot see that
 
     def refresh_search_text(self, batch: int = 1000) -> int:
         """Re-index the lexical text of every episode written under an earlier shape of
@@ -84,16 +85,16 @@ class Maintenance(Database):
         data dir; no model needed). Returns how many were re-indexed. Their vectors keep the
         text they were made from: they stay comparable, without the who/when lead."""
         wanted = str(Episode.SEARCH_TEXT_VERSION)
-        if self._query("SELECT 1 FROM meta WHERE key = 'search_text_version' AND value = ?", (wanted,)):
+        if self.db.query("SELECT 1 FROM meta WHERE key = 'search_text_version' AND value = ?", (wanted,)):
             return 0
         done, last = 0, 0
-        while rows := self._query(
+        while rows := self.db.query(
             "SELECT rowid, doc FROM episodes WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
         ):
             texts = [(Episode.model_validate_json(doc).search_text(), rowid) for rowid, doc in rows]
-            with self._transaction() as conn:
+            with self.db.transaction() as conn:
                 conn.executemany("UPDATE episodes_search SET text = ? WHERE rowid = ?", texts)
             done, last = done + len(rows), rows[-1][0]
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('search_text_version', ?)", (wanted,))
         return done

@@ -40,14 +40,15 @@ QUERY_WORDS = 32
 """At most this many of a query's words are searched (and counted, :mod:`.fts_terms`)."""
 
 
-class RecallReads(Database):
+class RecallReads:
     """Scoped recall candidates with their raw lexical and semantic scores."""
 
-    embedder: str | None
-    """The model whose vectors a query is compared with when the caller names none."""
-    vectors: VectorSearch
-    scopes: ScopeCache
-    terms: TermFrequencies
+    def __init__(
+        self, db: Database, vectors: VectorSearch, scopes: ScopeCache, terms: TermFrequencies, embedder: str | None
+    ) -> None:
+        """``embedder`` names the model whose vectors a query is compared with when the caller names
+        none: episodes embedded by another model take part by BM25 only until they are re-embedded."""
+        self.db, self.vectors, self.scopes, self.terms, self.embedder = db, vectors, scopes, terms, embedder
 
     def candidates(
         self,
@@ -57,7 +58,7 @@ class RecallReads(Database):
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:
-        with self.reading() as conn:
+        with self.db.reading() as conn:
             return self._candidates(conn, scope, query_text, query_vector, pool_size, embedder or self.embedder)
 
     def _candidates(
@@ -99,7 +100,7 @@ class RecallReads(Database):
             if embedder is None:  # a store that names no model has no vectors to compare
                 return
             try:
-                with self.reading() as conn:
+                with self.db.reading() as conn:
                     tenants = conn.execute(
                         "SELECT tenant_id FROM episodes GROUP BY tenant_id HAVING count(*) >= ? ORDER BY count(*) DESC",
                         (min_episodes,),

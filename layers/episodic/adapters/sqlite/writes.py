@@ -1,17 +1,9 @@
-"""The write side of :class:`~episodic.application.ports.EpisodeStore`, and erasure compaction.
-
-Why a change set is all or nothing: :meth:`EpisodeWrites.apply` writes the idempotency key,
-the episodes, their status and stats changes, deletions, reviews and audit records of one
-use case inside one savepoint of a group commit (:mod:`.sqlite_group_commit`), so they are
-committed (and fsynced) together or not at all -- an acknowledged write always has its audit
-record and its idempotency key, and a failed condition leaves nothing behind.
+"""The statements of one change set on SQLite, each run inside the caller's transaction
+(:meth:`~episodic.adapters.sqlite.episodes.Episodes.apply_many` gives each set a savepoint of a
+group commit).
 
 Why the recall index cannot drift: an episode's FTS row, tags, source references and vector
 are written and deleted in the same transaction as the episode row itself.
-
-Why erased text does not linger: after an erasure, :meth:`EpisodeWrites.compact_after_erasure`
-rewrites the FTS segments without the deleted rows and checkpoints and truncates the WAL
-(``secure_delete`` has zeroed the freed pages already).
 """
 
 from __future__ import annotations
@@ -20,16 +12,13 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from functools import partial
 
 from episodic.adapters.codec import pack_vector
-from episodic.adapters.sqlite.database import Database, micros
+from episodic.adapters.sqlite.database import micros
 from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.adapters.sqlite.governance import append_audit, close_review, insert_review
-from episodic.adapters.sqlite.reads import parsed
-from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
-from episodic.domain.errors import ConflictError, StorageError
+from episodic.domain.errors import ConflictError
 from episodic.domain.model import Episode
 
 ROWID_FLOOR = "episodes_rowid_floor"
@@ -163,48 +152,3 @@ def update_stats(conn: sqlite3.Connection, tenant: str, stats: StatsChange) -> N
         "'$.retentionScore', ?) WHERE tenant_id = ? AND event_id = ?",
         (stats.feedback_score, stats.feedback_count, stats.retention_score, tenant, stats.event_id),
     )
-
-
-class EpisodeWrites(Database):
-    """Change sets, access counts and the compaction that follows an erasure."""
-
-    vectors: VectorSearch
-
-    def apply(self, changes: Changes) -> None:
-        """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
-        create-once or expected-status condition fails."""
-        (conflict,) = self.apply_many([changes])
-        if conflict is not None:
-            raise conflict
-
-    def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
-        """Each set atomically, all in one group commit (one fsync for the lot; none when no set
-        is ``durable``)."""
-        durable = any(c.durable for c in change_sets)
-        erased: list[list[int]] = [[] for _ in change_sets]
-        writes = [partial(write_changes, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
-        errors = self._group.run(writes, durable=durable)
-        if any(c.delete for c in change_sets):
-            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here, nor its vector:
-            for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
-                if error is None and rowids:
-                    self.vectors.forget(changes.tenant_id, rowids)
-        for error in errors:
-            if error is not None and not isinstance(error, ConflictError):
-                raise error
-        return [e if isinstance(e, ConflictError) else None for e in errors]
-
-    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
-        """Count a recall of these episodes and remember when it happened. Not waited on the
-        disk for (a recall acknowledges no write): see :mod:`.sqlite_group_commit`."""
-        if not event_ids:
-            return
-        count = partial(count_access, tenant_id=tenant_id, event_ids=event_ids, at=at)
-        (error,) = self._group.run([count], durable=False)
-        if error is not None:
-            raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
-
-    def compact_after_erasure(self) -> None:
-        with self._write_lock:
-            self._writer.execute("INSERT INTO episodes_search (episodes_search) VALUES ('optimize')")
-            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")

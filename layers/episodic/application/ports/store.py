@@ -152,9 +152,24 @@ class EpisodeStore(Protocol):
         ...
 
 
-class TimelineStore(EpisodeStore, ReviewQueue, AuditLog, TenantSettings, MaintenanceScans, VectorMaintenance, Protocol):
-    """Every port a timeline backend serves; both stores implement all of them in one class,
-    and each use case is handed only the ones it uses (:class:`~episodic.application.usecases.deps.Deps`)."""
+class TimelineStore(Protocol):
+    """A timeline backend: one part per port group over one shared database (both stores are
+    composed so), each use case handed only the parts it uses
+    (:class:`~episodic.application.usecases.deps.Deps`)."""
+
+    @property
+    def episodes(self) -> EpisodeStore: ...
+    @property
+    def reviews(self) -> ReviewQueue: ...
+    @property
+    def audit_log(self) -> AuditLog: ...
+    @property
+    def tenants(self) -> TenantSettings: ...
+    @property
+    def scans(self) -> MaintenanceScans: ...
+    @property
+    def vectors(self) -> VectorMaintenance: ...
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 the two helpers every one of them needs (building an audit record, requiring an operator).
 
 The store's ports are separate fields (episodes, reviews, audit log, tenant settings,
-maintenance scans, vector maintenance) so each use case reaches only the ones it needs and a
-backend may serve them from different places; :meth:`Deps.over_store` fills them all from
-one store that serves every port, as both bundled stores do."""
+maintenance scans, vector maintenance) so each use case reaches only the ones it needs;
+:meth:`Deps.over_store` fills them from the parts of one
+:class:`~episodic.application.ports.TimelineStore`."""
 
 from __future__ import annotations
 
@@ -90,10 +90,10 @@ class Deps:
 
     @classmethod
     def over_store(cls, store: TimelineStore, compaction: ErasureCompaction | None = None, **rest: Any) -> Deps:
-        """Every store port served by ``store``."""
+        """Every store port served by ``store``'s parts."""
         return cls(
-            episodes=store, reviews=store, audit_log=store, tenants=store, scans=store, vectors=store,
-            compaction=compaction, **rest,
+            episodes=store.episodes, reviews=store.reviews, audit_log=store.audit_log, tenants=store.tenants,
+            scans=store.scans, vectors=store.vectors, compaction=compaction, **rest,
         )  # fmt: skip
 
     def audit(

@@ -5,8 +5,8 @@
   :class:`~episodic.domain.errors.StorageError` (503, the caller may retry) naming the error code
   only, never a raw client error (which would be a 500) and never DynamoDB's message (which
   can quote attribute values) -- :func:`storage_errors`;
-* :class:`DynamoBase`, the base of every port mixin of
-  :class:`~episodic.adapters.dynamodb.store.DynamoTimelineStore`: paged queries, batched
+* :class:`Database`, the client and table names every part of
+  :class:`~episodic.adapters.dynamodb.store.DynamoTimelineStore` shares: paged queries, batched
   gets and writes, and transactions.
 
 A transaction cancelled only for transient reasons (``TransactionConflict`` with another
@@ -116,7 +116,7 @@ def storage_errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 # ------------------------------------------------------------------ the shared client
 
 
-class DynamoBase:
+class Database:
     """The client, the two table names, and the calls every port of the store is built from."""
 
     def __init__(self, client: Any, timeline_table: str, audit_table: str) -> None:
@@ -124,7 +124,7 @@ class DynamoBase:
         self.table = timeline_table
         self.audit_table = audit_table
 
-    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    def query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
         """All items of a query (on the timeline unless ``TableName`` says otherwise), page by
         page; callers stop early by breaking out."""
         kwargs.setdefault("TableName", self.table)
@@ -141,7 +141,7 @@ class DynamoBase:
                 return
             kwargs["ExclusiveStartKey"] = last
 
-    def _get_items(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def get_items(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The raw episode items of these ids that exist, by id (batched, unprocessed keys sent again)."""
         found: dict[str, dict[str, Any]] = {}
         ids = list(dict.fromkeys(event_ids))
@@ -160,14 +160,14 @@ class DynamoBase:
                     break
         return found
 
-    def _put(self, attributes: dict[str, Any], create_once: bool = False) -> dict[str, Any]:
+    def put(self, attributes: dict[str, Any], create_once: bool = False) -> dict[str, Any]:
         """A transaction ``Put`` on the timeline (``create_once``: only if no such item exists)."""
         put: dict[str, Any] = {"TableName": self.table, "Item": to_item(attributes)}
         if create_once:
             put["ConditionExpression"] = "attribute_not_exists(pk)"
         return {"Put": put}
 
-    def _audit_put(self, record: AuditRecord) -> dict[str, Any]:
+    def audit_put(self, record: AuditRecord) -> dict[str, Any]:
         """A transaction ``Put`` of an audit record, in the audit table."""
         attributes: dict[str, Any] = {
             "pk": record.tenant_id,
@@ -186,7 +186,7 @@ class DynamoBase:
             }
         }
 
-    def _transact(self, items: list[dict[str, Any]]) -> None:
+    def transact(self, items: list[dict[str, Any]]) -> None:
         """One ``TransactWriteItems``; a cancellation for transient reasons only is sent again.
 
         botocore gives each call one ``ClientRequestToken`` and reuses it for its own retries,
@@ -206,7 +206,7 @@ class DynamoBase:
                     raise StorageError(f"DynamoDB transaction cancelled ({named}); retry later") from exc
             time.sleep(random.uniform(0.5, 1.0) * 0.05 * 2**attempt)
 
-    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+    def batch_write(self, requests: list[dict[str, Any]]) -> None:
         """``PutRequest``/``DeleteRequest``s on the timeline, 25 at a time, unprocessed ones sent again."""
         for start in range(0, len(requests), BATCH_WRITE_REQUESTS):
             pending = {self.table: requests[start : start + BATCH_WRITE_REQUESTS]}

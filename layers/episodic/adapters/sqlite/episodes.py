@@ -1,0 +1,153 @@
+"""The timeline on SQLite: :class:`Episodes`, the :class:`~episodic.application.ports.EpisodeStore`
+part of :class:`~episodic.adapters.sqlite.store.SqliteStore`.
+
+Why a change set is all or nothing: :meth:`Episodes.apply_many` runs each set's statements
+(:func:`~episodic.adapters.sqlite.writes.write_changes`: the idempotency key, the episodes, their
+status and stats changes, deletions, reviews and audit records of one use case) inside one
+savepoint of a group commit (:mod:`.group_commit`), so they are committed (and fsynced) together
+or not at all -- an acknowledged write always has its audit record and its idempotency key, and
+a failed condition leaves nothing behind.
+
+Reads name their tenant; reads over a scope go through :func:`.scope.scope_sql`; lists of ids
+are queried in chunks (:func:`.reads.chunks`); stored documents are parsed through the memo of
+:func:`.reads.parsed`, which an erasure empties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from episodic.adapters.codec import decode_cursor, encode_cursor
+from episodic.adapters.sqlite.database import Database, from_micros
+from episodic.adapters.sqlite.reads import chunks, parsed
+from episodic.adapters.sqlite.scope import scope_sql
+from episodic.adapters.sqlite.writes import count_access, write_changes
+from episodic.adapters.vectors.index import VectorSearch
+from episodic.application.ports import Changes, IdempotencyRecord, TimelineQuery
+from episodic.domain.digests.citations import cite
+from episodic.domain.errors import ConflictError, StorageError
+from episodic.domain.model import Episode, EventType, Status
+
+
+class Episodes:
+    """Change sets and access counts; episodes by id and in scope, idempotency records, the
+    lookups erasure needs, and counts."""
+
+    def __init__(self, db: Database, vectors: VectorSearch) -> None:
+        """``vectors`` is the in-memory vector cache recall searches: an erasure drops its rows."""
+        self.db, self.vectors = db, vectors
+
+    def apply(self, changes: Changes) -> None:
+        """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
+        create-once or expected-status condition fails."""
+        (conflict,) = self.apply_many([changes])
+        if conflict is not None:
+            raise conflict
+
+    def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
+        """Each set atomically, all in one group commit (one fsync for the lot; none when no set
+        is ``durable``)."""
+        durable = any(c.durable for c in change_sets)
+        erased: list[list[int]] = [[] for _ in change_sets]
+        writes = [partial(write_changes, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
+        errors = self.db.group.run(writes, durable=durable)
+        if any(c.delete for c in change_sets):
+            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here, nor its vector:
+            for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
+                if error is None and rowids:
+                    self.vectors.forget(changes.tenant_id, rowids)
+        for error in errors:
+            if error is not None and not isinstance(error, ConflictError):
+                raise error
+        return [e if isinstance(e, ConflictError) else None for e in errors]
+
+    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+        """Count a recall of these episodes and remember when it happened. Not waited on the
+        disk for (a recall acknowledges no write): see :mod:`.sqlite_group_commit`."""
+        if not event_ids:
+            return
+        count = partial(count_access, tenant_id=tenant_id, event_ids=event_ids, at=at)
+        (error,) = self.db.group.run([count], durable=False)
+        if error is not None:
+            raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
+
+    def get(self, tenant_id: str, event_id: str) -> Episode | None:
+        row = self.db.one("SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id))
+        return parsed(row[0]) if row else None
+
+    def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
+        result: dict[str, Episode] = {}
+        for chunk, marks in chunks(list(dict.fromkeys(event_ids))):
+            rows = self.db.query(
+                f"SELECT event_id, doc FROM episodes WHERE tenant_id = ? AND event_id IN ({marks})",
+                (tenant_id, *chunk),
+            )
+            for event_id, doc in rows:
+                result[event_id] = parsed(doc)
+        return result
+
+    def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
+        """A page of the scope by time; the cursor is ``(occurred_at, event_id)`` of the last
+        episode served, so pages stay stable while episodes are written meanwhile."""
+        where, params = scope_sql(query.scope)
+        order = "DESC" if query.newest_first else "ASC"
+        if query.cursor:
+            occurred, event_id = decode_cursor(query.cursor, (int, str))
+            op = "<" if query.newest_first else ">"
+            where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
+            params += [occurred, event_id]
+        rows = self.db.query(
+            f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
+            f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
+            (*params, query.limit + 1),
+        )
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        cursor = encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
+        return [parsed(r[2]) for r in rows], cursor
+
+    def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
+        row = self.db.one(
+            "SELECT request_hash, result, created_at FROM idempotency WHERE tenant_id = ? AND key = ?", (tenant_id, key)
+        )
+        if row is None:
+            return None
+        return IdempotencyRecord(
+            tenant_id=tenant_id,
+            key=key,
+            request_hash=row[0],
+            result=json.loads(row[1]),
+            created_at=from_micros(row[2]),
+        )
+
+    def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]:
+        rows = self.db.query(
+            "SELECT event_id FROM episodes WHERE tenant_id = ? AND actor_id = ?", (tenant_id, actor_id)
+        )
+        return [r[0] for r in rows]
+
+    def summaries_citing(self, tenant_id: str, event_ids: Sequence[str]) -> list[str]:
+        """Session summaries citing any of ``event_ids``, found through the ``episode_refs`` index."""
+        found: list[str] = []
+        for chunk, marks in chunks([cite(i) for i in event_ids]):
+            rows = self.db.query(
+                "SELECT DISTINCT e.event_id FROM episode_refs r JOIN episodes e ON e.rowid = r.episode_rowid "
+                f"WHERE r.tenant_id = ? AND r.ref IN ({marks}) AND e.event_type = ?",
+                (tenant_id, *chunk, EventType.SESSION_SUMMARY),
+            )
+            found += [r[0] for r in rows]
+        return found
+
+    def count(self, tenant_id: str, status: Status | None = None) -> int:
+        """How many episodes the tenant has (in ``status``, if given): for operators and tests."""
+        sql = "SELECT COUNT(*) FROM episodes WHERE tenant_id = ?"
+        params: list[Any] = [tenant_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status.value)
+        row = self.db.one(sql, params)
+        return int(row[0]) if row else 0
