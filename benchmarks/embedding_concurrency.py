@@ -1,4 +1,4 @@
-"""Query embeddings under concurrency (issue #14): N clients each embed distinct one-line
+"""Query embeddings under concurrency: N clients each embed distinct one-line
 queries, through the embedder's worker (gathered into shared forward passes) and, in the same
 run as the baseline, straight into the model from every client thread (what the embedder did
 before the worker). Figures, not assertions."""

@@ -1,4 +1,4 @@
-"""The same all-MiniLM-L6-v2 on PyTorch and on ONNX Runtime, side by side in one process (issue #14).
+"""The same all-MiniLM-L6-v2 on PyTorch and on ONNX Runtime, side by side in one process.
 
 On the conversation set's turns and questions (dev and test splits): how far the vectors are
 apart, whether every question's top-10 turns by cosine are the same, and each runtime's speed

@@ -223,7 +223,7 @@ def write_throughput(count: int) -> dict[str, Any]:
 def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
     """Writes and tenant-wide recalls over HTTP, one client, distinct queries, against a tenant
     of ``tenant_size`` episodes (seeded untimed); and, interleaved in the same run, the model's
-    own time to encode one fresh query -- the bound issue #14 measures recall against."""
+    own time to encode one fresh query -- the bound the targets measure recall against."""
     import httpx
 
     from benchmarks.ingest_throughput import proposals
@@ -413,7 +413,7 @@ def _cpu_lines(load: dict[str, Any], load2: dict[str, Any], model_ceiling: float
 
 BASELINE = ROOT / "benchmarks" / "baselines" / "conversations-74b60d6.json"
 """The conversation benchmark as measured on commit 74b60d6 (policy 2026-12-01.1, the ranking
-before issue #12's recall work), by this same harness: the "before" row of the section."""
+before the conversation recall work), by this same harness: the "before" row of the section."""
 
 
 def conversation_section(now: dict[str, Any]) -> list[str]:
@@ -565,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         f"## End-to-end API latency (local HTTP server, real model, one client, tenant of {args.api_tenant:,})",
         "",
         "Recall is tenant-wide with a distinct query each time; the model's own time to encode one",
-        "fresh query is measured in the same run, between the requests (issue #14 asks recall p50 at most twice that).",
+        "fresh query is measured in the same run, between the requests (the target: recall p50 at most twice that).",
         "",
         "| request | p50 | p99 | p50 vs model alone |",
         "|---|---:|---:|---:|",

@@ -1,4 +1,4 @@
-"""The summary BENCHMARKS.md opens with: issue #14's table, before and now, from this run, and
+"""The summary BENCHMARKS.md opens with: the performance targets' table, before and now, from this run, and
 for every target the run did not meet, what bounds it and how far from that bound it was (the
 issue is done when each target is met or that is shown).
 
@@ -60,7 +60,7 @@ def section(
     imports: dict[str, float],
     runtime: dict[str, Any],
 ) -> list[str]:
-    """Markdown lines: one row per target of issue #14 (``runtime``: the model on PyTorch, for the
+    """Markdown lines: one row per performance target (``runtime``: the model on PyTorch, for the
     recall row, as the issue's own "before" measured the model there)."""
     small, tenth, tenth_bound, small_bound = _million(scale)
     recall_ratio = latency["recall_only_p50_ms"] / latency["model_p50_ms"]
@@ -92,7 +92,7 @@ def section(
          _bound(met_import, "Python importing the API's modules (the import profile below)")),
     ]  # fmt: skip
     return [
-        "## Issue #14's targets, before and now",
+        "## Performance targets, before and now",
         "",
         '"Before" quotes the issue\'s own measurements; "now" is this run. Where a target is not met, the last',
         "column says what bounds it and how far the path is from that bound, from this run's figures; the",

@@ -1,5 +1,5 @@
 """The REST API's gateway: API Gateway in front of the API function, with a JWT authorizer on
-every route but ``GET /v1/health`` and the Swagger UI.
+every route but ``GET /v1/health``, the Swagger UI and the console's page.
 
 The routes are read from the API's own OpenAPI schema (``functions.api.app``), so the gateway
 declares exactly the methods the handler serves: an unknown path is refused by API Gateway
@@ -155,7 +155,7 @@ class RestApi(Construct):
             (
                 "AwsSolutions-COG4",
                 "Callers authenticate with JWTs from any identity provider through the Lambda "
-                "authorizer (issue 6 allows either); there is no Cognito user pool.",
+                "authorizer (either fits the design); there is no Cognito user pool.",
             ),
         )
         return api

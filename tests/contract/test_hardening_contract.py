@@ -1,4 +1,4 @@
-"""Regression tests for the privacy and integrity defects of issue #10, on every backend."""
+"""Regression tests for the privacy and integrity defects found under attack, on every backend."""
 
 from __future__ import annotations
 

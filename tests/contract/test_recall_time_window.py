@@ -1,4 +1,4 @@
-"""A question that is only a time phrase is a time-window recall (issue #12): "what happened
+"""A question that is only a time phrase is a time-window recall: "what happened
 yesterday" answers with yesterday's episodes, newest first, not with nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The AWS flavour on a laptop (issue #13): ``episodic serve --backend aws-local`` runs the AWS
+"""The AWS flavour on a laptop: ``episodic serve --backend aws-local`` runs the AWS
 backend's boto3 code over real HTTP against moto's server, with the stream function's body fed
 from the timeline's DynamoDB Stream. (moto never applies TTL and has no OpenSearch: what those
 do is tested with recorded events in tests/integration.)"""

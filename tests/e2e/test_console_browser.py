@@ -1,4 +1,4 @@
-"""The operator console in a real browser (issue #13): Debian's Chromium, driven by Playwright,
+"""The operator console in a real browser: Debian's Chromium, driven by Playwright,
 against a live ``episodic serve`` process with the real MiniLM model. An operator signs in,
 finds an episode, reads its provenance and policy reasons, approves a review, erases an
 episode and sees the erasure appear in the audit trail, and switches writes off and on.

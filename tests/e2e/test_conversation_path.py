@@ -1,4 +1,4 @@
-"""The conversation path over HTTP (issue #12): ``POST /v1/sessions/{sessionId}/turns`` keeps
+"""The conversation path over HTTP: ``POST /v1/sessions/{sessionId}/turns`` keeps
 what is worth remembering with its turn id, leaves small talk out, answers with how each
 sentence was judged, and closes a session with a handoff summary that cites its turns."""
 

@@ -1,4 +1,4 @@
-"""The local server under many connections and broken framing (issue #10, defects 3 and 4).
+"""The local server under many connections and broken framing.
 
 Real sockets against the real server (see ``conftest.py``): the server runs in this process,
 so its open file descriptors are this process's ``/proc/self/fd``.

@@ -1,4 +1,4 @@
-"""The Python SDK against the real local server (issue #13): every call goes over HTTP to
+"""The Python SDK against the real local server: every call goes over HTTP to
 ``create_server`` and the real service with the real MiniLM model. The only double is
 :class:`LosesFirstAnswerTransportDouble`, a network that drops an answer, to show retries."""
 

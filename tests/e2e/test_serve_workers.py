@@ -1,4 +1,4 @@
-"""``episodic serve --workers 2`` (issue #14): two processes over one data dir answer
+"""``episodic serve --workers 2``: two processes over one data dir answer
 concurrent writers without losing or duplicating a write, both see every write, and no worker
 outlives the first process, even one killed with SIGKILL."""
 

@@ -1,6 +1,6 @@
 """The conversation benchmark's test split (what `episodic eval` runs after the suite),
 enforced against the recorded floors: long everyday chats written turn by turn, then one
-recall per question (issue #12). Nothing was tuned on this split; ``dev/`` is for tuning."""
+recall per question. Nothing was tuned on this split; ``dev/`` is for tuning."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The layers' bytecode (issue #14, cold import): Lambda's ``/opt`` is read-only, so a layer of
+"""The layers' bytecode (for the cold import): Lambda's ``/opt`` is read-only, so a layer of
 source is compiled at every cold start. These tests compile with this interpreter (the build
 uses a Python 3.13, :func:`infra.bytecode.lambda_interpreter`; the mechanism is the same)."""
 

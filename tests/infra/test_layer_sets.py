@@ -1,4 +1,4 @@
-"""``make layer``'s dependency sets (issue #14): the service's functions get the core's
+"""``make layer``'s dependency sets: the service's functions get the core's
 dependencies without the SDK's httpx, the authorizer's PyJWT/cryptography, or opensearch-py 3's
 unused protobuf and gRPC; the authorizer gets only what it imports."""
 

@@ -1,4 +1,4 @@
-"""The shape of ``infra/`` (issue #11): short functions and modules, so each construct can be
+"""The shape of ``infra/``: short functions and modules, so each construct can be
 read on its own -- a constructor that grows past a screen is a sign it owns too much."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`make synth` ends with a one-line summary per stack (issue #13)."""
+"""`make synth` ends with a one-line summary per stack."""
 
 from infra.app import synth_summary
 

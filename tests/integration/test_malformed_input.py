@@ -1,4 +1,4 @@
-"""Bad input gets a clear 4xx and changes nothing (issue #10, defect 4).
+"""Bad input gets a clear 4xx and changes nothing.
 
 Each request below once answered 500. They go to the Lambda handler as API Gateway proxy
 events (the same handler ``episodic serve`` runs), with the real local service behind it.

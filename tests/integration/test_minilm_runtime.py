@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 on ONNX Runtime (issue #14): the exported graph gives PyTorch's vectors, is
+"""all-MiniLM-L6-v2 on ONNX Runtime: the exported graph gives PyTorch's vectors, is
 exported once into the model cache and reused, and a graph that fails its check is never used
 (the service falls back to PyTorch and says so). Real model, real export, real ONNX Runtime."""
 

@@ -1,4 +1,4 @@
-"""The MiniLM embedder's worker (issue #14): concurrent callers share forward passes, and each
+"""The MiniLM embedder's worker: concurrent callers share forward passes, and each
 still gets the vectors of its own texts, in order; a failure reaches every caller waiting on
 that pass. With the real model, but for the failing model, which is a named test double."""
 

@@ -1,4 +1,4 @@
-"""The benchmark's account of what bounds each of issue #14's targets: the server's CPU time is
+"""The benchmark's account of what bounds each performance target: the server's CPU time is
 read from the whole process tree (``--workers`` forks), and the targets table names a bound for
 every row it does not mark met."""
 

@@ -1,4 +1,4 @@
-"""Maintenance commands name the data dir they use and never create one (issue #13): run from
+"""Maintenance commands name the data dir they use and never create one: run from
 the wrong folder, they would otherwise summarise, forget or re-embed an empty new store."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every subcommand explains itself (issue #13): a description, and each option's default."""
+"""Every subcommand explains itself: a description, and each option's default."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CLI output hygiene (issue #13): log lines go to stderr at WARNING unless ``-v`` asks for more,
+"""CLI output hygiene: log lines go to stderr at WARNING unless ``-v`` asks for more,
 so stdout carries only what a command says; ``episodic serve`` keeps a one-line request log."""
 
 from __future__ import annotations

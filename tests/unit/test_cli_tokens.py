@@ -1,4 +1,4 @@
-"""``episodic tokens``: list, create and rotate the local server's bearer tokens (issue #13)."""
+"""``episodic tokens``: list, create and rotate the local server's bearer tokens."""
 
 from __future__ import annotations
 

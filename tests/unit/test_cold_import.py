@@ -1,4 +1,4 @@
-"""What a Lambda cold start of the API imports (issue #14: cold import <= 300 ms). Powertools'
+"""What a Lambda cold start of the API imports (a target: cold import <= 300 ms). Powertools'
 OpenAPI models (~75-100 ms) are only for the Swagger UI, registered on its first request."""
 
 import subprocess

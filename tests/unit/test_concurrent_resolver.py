@@ -1,5 +1,5 @@
-"""The API's resolver keeps each request's state to its own thread (issue #14: the local server
-now resolves requests at once). Both requests below are held inside their route at the same
+"""The API's resolver keeps each request's state to its own thread (the local server
+resolves requests at once). Both requests below are held inside their route at the same
 moment by a barrier: with state shared between threads (Powertools' class attributes), the first
 would read the second's event and route arguments after the barrier."""
 
@@ -110,3 +110,16 @@ def test_given_a_deferred_route_when_another_path_is_asked_then_it_stays_unregis
 
     assert app.resolve(rest_event("/ping", "reader"), None)["body"] == "pong"
     assert registrations == []
+
+
+def test_given_static_and_pattern_rules_when_asked_for_a_paths_methods_then_the_static_rule_wins():
+    app = ConcurrentRestResolver()
+    app.get("/items/<itemId>")(lambda itemId: None)
+    app.delete("/items/<itemId>")(lambda itemId: None)
+    app.post("/items/batch")(lambda: None)
+    app.route("/items/<itemId>/notes", ["GET", "post"])(lambda itemId: None)
+
+    assert app.methods_for("/items/batch") == ["POST"]  # named as it is: not the pattern's methods
+    assert app.methods_for("/items/42") == ["DELETE", "GET"]
+    assert app.methods_for("/items/42/notes") == ["GET", "POST"]
+    assert app.methods_for("/items/") == [] and app.methods_for("/items/42/other") == [] and app.methods_for("/") == []

@@ -1,5 +1,5 @@
 """The evidence block (episodic.domain.recall.evidence): each item framed as a past event with its provenance,
-in the order given, and nothing an episode holds can break out of it (issue #10, defect 7)."""
+in the order given, and nothing an episode holds can break out of it."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ def test_given_text_that_is_both_an_injection_and_a_standing_order_when_checked_
     assert looks_like_standing_order(text)
 
 
-# --------------------------------------------------------------------------- disguises (issue #10, defect 6)
+# --------------------------------------------------------------------------- disguises
 
 
 def _fullwidth(text: str) -> str:

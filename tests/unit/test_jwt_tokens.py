@@ -1,4 +1,4 @@
-"""``episodic tokens jwt`` (issue #13): a test JWT that the deployed authorizer's own verifier
+"""``episodic tokens jwt``: a test JWT that the deployed authorizer's own verifier
 accepts, signed with the stack's secret from Secrets Manager (moto) or from the environment."""
 
 from __future__ import annotations

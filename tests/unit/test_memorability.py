@@ -1,4 +1,4 @@
-"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.4, issue #12):
+"""Sentence-level memorability and sensitive disclosures (policies 2026-12-01.1 to 2026-12-02.4):
 a greeting or thanks around a fact does not make a turn chatter; a personal disclosure is
 kept, private, with the kind named."""
 

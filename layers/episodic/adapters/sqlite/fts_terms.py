@@ -2,9 +2,8 @@
 texts), and whether a tenant's search is better limited to its own rows inside FTS5.
 
 Why: FTS5 scores every text that matches any word of a query before it can hand over the best
-ones, so one common word makes the whole search as slow as the number of texts holding it (a
-word every one of 1,000,000 texts holds: 2.3 s, where the query's other word, in 2% of them,
-took 51 ms; ``benchmarks/recall_at_scale.py``). Past a point BM25 gives such a word no
+ones, so one common word makes the whole search as slow as the number of texts holding it
+(``benchmarks/recall_at_scale.py`` times such a word beside a rarer one). Past a point BM25 gives such a word no
 weight: FTS5's IDF, ``log((N - n + 0.5) / (n + 0.5))``, is at or below zero once ``n >= N / 2``,
 and FTS5 then uses 1e-6 instead. Beside any word that has a weight, leaving those words out
 changes no score by more than that. A query made only of such words is searched whole, as
@@ -37,11 +36,10 @@ TENANT_KEPT_FOR_SECONDS = 600.0
 REMEMBERED_WORDS = 4096
 FEW_ROWS = 1 / 3
 """A tenant holding less than this share of the rows has its searches limited to them inside
-FTS5. Where the line lies, measured through the store on 60,000 rows of two interleaved tenants
-(p50 of whole-tenant BM25 in two alternating runs, every tenant's rows scored -> own rows only):
-a tenant of 20% of the rows 3.9-5.5 -> 2.2-3.8 ms, of 33% 3.7-4.0 -> 3.1 ms, of 50% 3.0-3.1 ->
-3.5-5.9 ms, of 70% 2.5-2.8 -> 4.6-4.9 ms; a tenant of 1,000 beside one of 100,000, 10.1 -> 0.8 ms
-(``benchmarks/recall_at_scale.py``)."""
+FTS5. Where the line lies was measured through the store on two interleaved tenants of
+different shares of the rows: limiting a search to the tenant's own rows pays for a tenant of a
+fifth or a third of the rows, breaks even near a half and costs more beyond
+(``benchmarks/recall_at_scale.py`` compares a small tenant beside a large one)."""
 
 
 class TermFrequencies:

@@ -2,11 +2,11 @@
 (the :class:`~episodic.application.ports.ReviewQueue`, :class:`~episodic.application.ports.AuditLog` and
 :class:`~episodic.application.ports.TenantSettings` ports).
 
-Reviews and audit records are *written* inside :meth:`EpisodeWrites.apply
-<episodic.adapters.sqlite.writes.EpisodeWrites.apply>`, in the same transaction as the
+Reviews and audit records are *written* inside :meth:`Episodes.apply_many
+<episodic.adapters.sqlite.episodes.Episodes.apply_many>`, in the same transaction as the
 episode they concern; the statements it runs for them live here, beside the reads of the
 same tables, so each table's columns are spelled out in one module. The audit table itself
-refuses updates and deletes (triggers in :mod:`.sqlite_database`): the log can only grow.
+refuses updates and deletes (triggers in :mod:`.database`): the log can only grow.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :class:`~episodic.application.ports.VectorMaintenance` ports).
 
 Why these are apart from the tenant-facing reads: apart from the review-timeout sweep's
-:meth:`~.sqlite_governance.Governance.reviews_requested_before`, they are the only queries that do
+:meth:`~.governance.Governance.reviews_requested_before`, they are the only queries that do
 not start with a tenant. The ports promise they are never reachable from a tenant's request,
 so they are kept together, where that is easy to check.
 """

@@ -2,7 +2,7 @@
 cosine similarity from the stored vectors, both limited to the scope first.
 
 Why it needs no separate index service: the FTS rows and vectors are written in the same
-transaction as their episodes (:mod:`.sqlite_writes`), so what recall searches is always exactly
+transaction as their episodes (:mod:`.writes`), so what recall searches is always exactly
 the timeline. Vectors are searched in memory by :class:`~episodic.adapters.vectors.index.VectorSearch`,
 which follows the table by rowid watermark; this module only hands it the rowids the scope
 admits, so a vector outside the scope can never be returned.

@@ -1,13 +1,12 @@
 """A tenant's approximate vector index for large scopes: an inverted file over k-means cells.
 
-Why an inverted file (IVF) and not a graph (HNSW), measured on sentence-like unit vectors
-with a scope of 10% (faiss 1.15, the vectors of ``benchmarks/recall_at_scale.py``): the filtered
-HNSW walk (M=16) the local backend used before agreed with exact search on 0.935 of the top 10 for a
-million vectors, after a four-minute build paid by the first query, and on 0.965 for 200,000
-even at ``efSearch`` 1280; IVF with 1,024 cells agreed on 0.98 for a million, probing 128
-cells in ~5 ms. IVF also fits a store that changes under it: a new vector is added by finding
-its nearest cell (~0.05 ms), so the index follows every write and is never rebuilt, and a
-removed one simply leaves its cell's list. Only the cells' centres are learned (k-means on a
+Why an inverted file (IVF) and not a graph (HNSW): on sentence-like unit vectors with a
+filtering scope, a filtered HNSW walk agreed less with exact search on the top 10 than IVF
+probing a fraction of its cells, even with a much larger search effort, and needed a long build
+paid by the first query (``benchmarks/recall_at_scale.py`` measures the agreement; the reasoning
+is in docs/decisions.md). IVF also fits a store that changes under it: a new vector is added by
+finding its nearest cell, so the index follows every write and is never rebuilt, and a removed
+one simply leaves its cell's list. Only the cells' centres are learned (k-means on a
 sample, once per tenant); that is the one step that takes seconds, and it runs off the
 request path.
 

@@ -17,7 +17,8 @@ Search strategy (the one OpenSearch uses for filtered k-NN):
 Why no query ever waits for an index to be built: the first search that finds a tenant with
 ``ann_threshold`` vectors starts a background thread that loads the tenant's persisted cells
 (or learns them, when there are none) and fills the index, while exact search answers. From
-then on every search first adds the rows written since the last one (~0.05 ms a row), so the
+then on every search first adds the rows written since the last one (one nearest-cell lookup
+each), so the
 index is as current as the matrix; it is written beside the database when it has grown by a
 tenth since the last save, and when the store closes.
 

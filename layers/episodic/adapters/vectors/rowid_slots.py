@@ -1,9 +1,9 @@
 """Where each rowid's vector sits in a large tenant's matrix, found by one array lookup.
 
 Why: a scoped search maps the rowids its scope admits to rows of the tenant's matrix. A binary
-search over a million rowids for a scope of 1,000 took ~0.2 ms -- every probe a cache miss --
-about a fifth of the whole vector path at that size (``benchmarks/recall_at_scale.py``); a table
-indexed by rowid answers in a few microseconds. The table costs 4 bytes for every rowid of the
+search over a large tenant's rowids misses the cache on every probe, a sizeable part of the whole
+vector path for a small scope in a large tenant (``benchmarks/recall_at_scale.py``); a table
+indexed by rowid answers with one lookup per rowid. The table costs 4 bytes for every rowid of the
 tenant's span (and as much again of room to grow, as the matrix has), so it is kept only for
 tenants of :data:`MIN_ROWS` or more whose rows are at least one in :data:`MAX_SPREAD` of the
 database's rowids over that span: at most 64 bytes per vector, beside the vector's 1,536. Small

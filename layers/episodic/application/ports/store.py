@@ -71,7 +71,7 @@ class Changes:
     durable: bool = True
     """False only for records a caller does not wait on the disk for (the read audit): a store
     may acknowledge them before they are fsynced, as long as a crash of the process cannot lose
-    them (see ``sqlite_group_commit``); DynamoDB acknowledges nothing before it is durable."""
+    them (see ``adapters/sqlite/group_commit.py``); DynamoDB acknowledges nothing before it is durable."""
 
 
 @dataclass(frozen=True)

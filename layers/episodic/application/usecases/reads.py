@@ -229,7 +229,7 @@ class Reads:
         """Audit what was served to whom (ids and a hash of the question as asked -- a time
         phrase included, never text), then count the access for relevance decay; returns what
         could not be done. Neither waits for the disk (``durable=False``): a recall acknowledges
-        no write, and a crash of the process loses neither (see ``sqlite_group_commit``)."""
+        no write, and a crash of the process loses neither (see ``adapters/sqlite/group_commit.py``)."""
         returned = [item.episode.event_id for item in items]
         asked = (request.query or "").strip()
         audit = AuditRecord(

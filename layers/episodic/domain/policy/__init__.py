@@ -56,22 +56,11 @@ if TYPE_CHECKING:
 # The content checks (redaction and its secret patterns, the learned instruction model, the
 # chatter classifier, text normalisation) are imported on first use, like the instruction
 # patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
-# (~20-35 ms of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
+# (a sizeable part of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
 POLICY_VERSION = "2026-12-02.4"
-"""2026-12-02.4: a sensitive disclosure of a few words ("I'm bipolar.", "I have diabetes.", "I'm
-gay.") is kept and classified, not denied as too short -- unless it asks or is said to the
-listener ("Are you pregnant?!"); "I'm Muslim"-style beliefs and "we're broke" are named, and a
-counsellor as a job ("I'm a counselor", "counseling jobs") no longer is;
-2026-12-02.3: "course" is a pleasantry only in "of course" ("Dropped out of the course." is an
-event); 2026-12-02.2: a sentence that says what happened, with a verb in the past tense ("Sold the car",
-"Dad retired") or a life event ("We're expecting!"), is an event -- unless it is a question, is
-said to the listener, or narrates the conversation itself; 2026-12-02.1: a sentence that opens
-with a capitalised possessive ("Dingle's even better") names a thing; 2026-12-01.3: a short
-first-person sentence with a time ("I'm off that whole weekend") or a want ("I need a night
-out") is a fact; 2026-12-01.2: a sensitive disclosure keeps its caller's class by default
-(named, ``sensitive`` suggested); 2026-12-01.1: memorability judged per sentence, disclosures
-named."""
+"""The policy's version, recorded with every decision and audit record: it changes whenever a
+rule changes what the policy decides. What each version changed is in docs/policy.md."""
 
 POLICY_TAGS = frozenset({"policy", "rule", "guideline", "standing-order"})
 """Tags that mark a memory as policy-type: it would steer future behaviour when recalled."""
@@ -225,7 +214,7 @@ def _instruction_findings(p: EpisodeProposal, wire: dict[str, Any] | None = None
     what the patterns find in each field or across them, and what the learned model finds in
     all of them read together. ``wire``: ``p``'s text fields in wire form, when already read."""
     texts = list(fields.texts(p.model_dump(mode="json", by_alias=True) if wire is None else wire))
-    # Imported on first use: compiling the patterns of every language takes ~80 ms, which a
+    # Imported on first use: compiling the patterns of every language is costly, and a
     # Lambda cold start that only recalls should not pay (``WritePolicy.warm_up`` pays it early).
     from episodic.domain.policy import instructions
     from episodic.domain.policy.instruction_model import default_model

@@ -68,7 +68,7 @@ SWAGGER_PATH = "/v1/swagger"
 def _enable_swagger() -> None:
     """The Swagger UI and the OpenAPI document (``?format=json``) at :data:`SWAGGER_PATH`,
     registered on its first request (:meth:`ConcurrentRestResolver.defer`): Powertools' OpenAPI
-    models, which it needs, take ~75-100 ms to import that no other route uses."""
+    models, which it needs, are costly to import and no other route uses them."""
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
     app.enable_swagger(
@@ -161,15 +161,9 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
 
 
 def methods_for(path: str) -> list[str]:
-    """The methods the API serves ``path`` with (``[]``: no route); a path some route names as it
-    is (``/v1/episodes/batch``) has that route's methods, not those of a pattern it also fits
-    (``/v1/episodes/<eventId>``). Powertools has no 405 of its own: its route table (private,
-    stable across 3.x, which pyproject pins) says which methods a path has."""
-    static = {route.method for route in app._static_routes if route.rule.match(path)}
-    methods = static or {route.method for route in app._dynamic_routes if route.rule.match(path)}
-    if app.is_deferred(path):
-        methods.add("GET")
-    return sorted(methods)
+    """The methods the API serves ``path`` with (``[]``: no route): see
+    :meth:`~episodic.entrypoints.rest.resolver.ConcurrentRestResolver.methods_for`."""
+    return app.methods_for(path)
 
 
 @app.not_found

@@ -5,21 +5,27 @@ Why: Powertools keeps the request being resolved where every request sees it --
 its arguments, the parsed request) one dict on the resolver -- and builds each route's
 middleware stack on the route's first request. Lambda resolves one request per process, so that
 is harmless there; ``episodic serve`` answers on many threads, and two requests resolved at once
-could swap callers or bodies. Until issue #14 the local server therefore took one request at a
-time, which kept the model's worker from ever gathering concurrent recalls into one pass.
+could swap callers or bodies.
 
 Here each request's state lives in a :class:`~contextvars.ContextVar` (every server thread has
-its own context), read and written through properties that shadow the class attributes, and
-every route's middleware stack is built once, under a lock, before the first request is resolved.
-Powertools' own ``HttpResolverLocal`` keeps its per-request state the same way.
+its own context), read and written through properties that shadow the class attributes, as
+Powertools' own ASGI resolver (``HttpResolverLocal``) keeps its per-request state. Every route's
+middleware stack is built once, under a lock, before the first request is resolved: Powertools
+has no public way to do that, so this is the one place that reaches into its routes
+(``Route._build_middleware_stack``); ``pyproject.toml`` pins Powertools' major version.
+
+The resolver also records the methods of every rule it registers (:meth:`methods_for`): which
+methods a path has is what a 405's ``Allow`` and an ``OPTIONS`` answer say, and Powertools' route
+table is private.
 
 Routes that are costly to set up and rarely asked for can be registered on their first request
-(:meth:`ConcurrentRestResolver.defer`): the Swagger UI's OpenAPI models take ~75-100 ms to
-import, which every Lambda cold start would otherwise pay for a page no agent reads.
+(:meth:`ConcurrentRestResolver.defer`): the Swagger UI's OpenAPI models take a noticeable part of a
+cold start to import, which every Lambda start would otherwise pay for a page no agent reads.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -27,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 
 
@@ -47,7 +54,29 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
         self._stacks_built = False
         self._stacks_lock = threading.Lock()
         self._deferred: dict[str, Callable[[], None]] = {}
+        self._rules: dict[str, set[str]] = {}
+        self._read_body: Callable[[str], Any] = options.get("json_body_deserializer") or json.loads
         super().__init__(**options)
+
+    def route(self, rule: str, method: str | list[str] | tuple[str], *args: Any, **kwargs: Any) -> Any:
+        """Powertools' registration of ``rule``, which also records its methods (:meth:`methods_for`)."""
+        methods = (method,) if isinstance(method, str) else tuple(method)
+        self._rules.setdefault(rule, set()).update(m.upper() for m in methods)
+        return super().route(rule, method, *args, **kwargs)
+
+    def methods_for(self, path: str) -> list[str]:
+        """The methods ``path`` is served with (``[]``: no route). A path some rule names as it is
+        (``/v1/episodes/batch``) has that rule's methods, not those of a pattern it also fits
+        (``/v1/episodes/<eventId>``), as Powertools matches static routes first; a deferred path
+        has ``GET`` before its routes exist."""
+        exact = self._rules.get(path)
+        if exact is not None and "<" not in path:
+            methods = set(exact)
+        else:
+            methods = {m for rule, ms in self._rules.items() if "<" in rule and _fits(rule, path) for m in ms}
+        if self.is_deferred(path):
+            methods.add("GET")
+        return sorted(methods)
 
     def defer(self, path: str, register: Callable[[], None]) -> None:
         """Call ``register`` (which registers the routes of ``path``) on the first request for
@@ -103,7 +132,7 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
         if self._deferred:
             self._register_deferred(event)
         self._build_stacks()
-        state = _RequestState(event=self._to_proxy_event(event), lambda_context=context)
+        state = _RequestState(event=APIGatewayProxyEvent(event, self._read_body), lambda_context=context)
         token = self._request.set(state)
         try:
             return super().resolve(event, context)
@@ -134,3 +163,11 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
                 if not route._middleware_stack_built:
                     route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
             self._stacks_built = True
+
+
+def _fits(rule: str, path: str) -> bool:
+    """Whether ``path`` fits ``rule``, segment by segment: ``<name>`` stands for any one non-empty segment."""
+    wanted, given = rule.split("/"), path.split("/")
+    return len(wanted) == len(given) and all(
+        w == g or (w.startswith("<") and w.endswith(">") and g != "") for w, g in zip(wanted, given, strict=True)
+    )
