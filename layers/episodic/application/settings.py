@@ -52,7 +52,12 @@ class Settings(BaseModel):
     summary_min_events: int = Field(default=5, ge=1, description="Summarise actors with more events than this")
     summary_interval_seconds: float = Field(default=3600.0, gt=0)
     forget_interval_seconds: float = Field(default=86400.0, gt=0)
-    embedder: str = Field(default="minilm", pattern="^(minilm|titan)$")
+    embedder: str = Field(
+        default="minilm",
+        pattern="^(minilm|e5|titan)$",
+        description="The embedding model: minilm (all-MiniLM-L6-v2, English), e5 (multilingual-e5-small, "
+        "4-bit, local), titan (Amazon Titan on Bedrock, AWS)",
+    )
     embedder_runtime: Literal["onnx", "torch"] = Field(
         default="onnx",
         description="How MiniLM runs: ONNX Runtime (its graph exported once from the installed weights, "
@@ -89,7 +94,12 @@ class Settings(BaseModel):
         """The ranking these settings ask for; the semantic floor is ``embedder``'s own
         (``evidence_floor``: cosines are on each model's own scale) unless one is set."""
         floor = self.min_semantic if self.min_semantic is not None else getattr(embedder, "evidence_floor", 0.0)
-        return RankingWeights(half_life_days=self.half_life_days, min_relevance=self.min_relevance, min_semantic=floor)
+        return RankingWeights(
+            half_life_days=self.half_life_days,
+            min_relevance=self.min_relevance,
+            min_semantic=floor,
+            unrelated_cosine=getattr(embedder, "similarity_floor", 0.0),
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -33,6 +33,17 @@ def _data_dir(settings: Settings) -> Path:
     return data_dir
 
 
+def local_embedder(settings: Settings) -> Embedder:
+    """The embedding model ``settings.embedder`` names, run on this machine."""
+    if settings.embedder == "e5":
+        from episodic.adapters.e5.embedder import E5Embedder
+
+        return E5Embedder()
+    if settings.embedder != "minilm":
+        raise ValueError(f"EPISODIC_EMBEDDER={settings.embedder} needs the AWS backend; locally: minilm or e5")
+    return MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
+
+
 def build_local_service(
     settings: Settings,
     *,
@@ -43,7 +54,7 @@ def build_local_service(
     """The service over ``settings.data_dir``; ``embedder``, ``clock`` and ``notifier`` replace
     the defaults (MiniLM, the system clock, a notifier that logs each held episode)."""
     data_dir = _data_dir(settings)
-    embedder = embedder or MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
+    embedder = embedder or local_embedder(settings)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
     return MemoryService.build(
         store=store,

@@ -40,8 +40,8 @@ _NOT_ALNUM = linear.compile(r"[^a-z0-9]+")
 
 
 def load_conversations(folder: Path) -> list[dict[str, Any]]:
-    """Every ``cv*.json`` of ``folder``, in name order."""
-    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("cv*.json"))]
+    """Every conversation (``*.json``) of ``folder``, in name order."""
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
 
 
 def actor_id(speaker: str) -> str:
@@ -218,9 +218,9 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def local_services(tmp: Path, embedder: Any, **settings: Any) -> Callable[[datetime], MemoryService]:
+def local_services(tmp: Path, model: Any, **settings: Any) -> Callable[[datetime], MemoryService]:
     """``build(now)`` for :func:`run_conversation`: a fresh local service in a folder of its own
-    under ``tmp``, on a clock stopped at ``now``, sharing one loaded ``embedder``."""
+    under ``tmp``, on a clock stopped at ``now``, sharing one loaded embedding ``model``."""
     import tempfile
 
     from episodic.application.settings import Settings
@@ -229,7 +229,7 @@ def local_services(tmp: Path, embedder: Any, **settings: Any) -> Callable[[datet
 
     def build(now: datetime) -> MemoryService:
         data = Path(tempfile.mkdtemp(dir=tmp))
-        return build_local_service(Settings(data_dir=data, **settings), embedder=embedder, clock=ManualClock(now))
+        return build_local_service(Settings(data_dir=data, **settings), embedder=model, clock=ManualClock(now))
 
     return build
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from episodic.application.ports import Changes, RecallCandidates, Scope, TimelineQuery, Vector
+from episodic.application.ports import Changes, Embedder, RecallCandidates, Scope, TimelineQuery, Vector
 from episodic.application.usecases.deps import Deps, hash_text
 from episodic.application.usecases.replies import replies_to, session_turns, shifted
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
@@ -40,6 +40,14 @@ from episodic.domain.recall.calendar import CALENDAR_SLACK
 from episodic.domain.recall.evidence import render_context
 from episodic.domain.recall.query import WIDENING_SOURCES, has_content, interpret, widening_names
 from episodic.domain.recall.ranking import Candidate
+
+
+def query_vector(embedder: Embedder, text: str) -> Vector:
+    """``text`` embedded as a question: through ``embed_query`` where the embedder has one
+    (see :class:`~episodic.application.ports.Embedder`), else like a stored text."""
+    as_query = getattr(embedder, "embed_query", None)
+    return as_query(text) if as_query is not None else embedder.embed([text])[0]
+
 
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
@@ -260,7 +268,7 @@ class Reads:
         if query is None:
             return None, ()
         try:
-            return self.deps.embedder.embed([query])[0], ()
+            return query_vector(self.deps.embedder, query), ()
         except StorageError:
             return None, ("semantic_unavailable",)
 

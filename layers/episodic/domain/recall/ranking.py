@@ -63,11 +63,19 @@ class RankingWeights:
     "lol" is the best BM25 score of its pool, and would otherwise pass. Cosines are on each
     model's own scale, so the floor comes from the embedder (``evidence_floor``; see
     :class:`~episodic.adapters.minilm.embedder.MiniLMEmbedder`) or from settings."""
+    unrelated_cosine: float = 0.0
+    """The cosine of unrelated texts on the embedder's scale (its ``similarity_floor``): a cosine is
+    read as its distance above this, on [0, 1], so models whose cosines crowd near 1 weigh meaning
+    as much against words as those whose cosines spread from 0."""
     question_share: float = 0.9
     """Share of its relevance a question turn keeps: a question asks, it rarely tells, and it
     matches the questions asked of the memory best (see :mod:`episodic.application.usecases.replies`)."""
     reply_share: float = 0.95
     """A question turn's reply is at least this share of the question's relevance."""
+    session_share: float = 0.0
+    """Share of a turn's relevance that comes from its session's: the mean relevance of the
+    session's :attr:`session_turns` most relevant candidates."""
+    session_turns: int = 2
 
     def effective(self, has_query: bool) -> dict[str, float]:
         raw = {
@@ -135,10 +143,15 @@ class Ranker:
         compared = any(meaning for _, _, meaning in rounds.first.values())  # else no floor on meaning
         w_relevance, w_recency, w_importance, w_trust, w_confidence = (weights[k] for k in COMPONENTS)
         scored = []
-        for event_id in dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]):
+        ids = list(dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]))
+        sessions = self._sessions(ids, episodes, rounds)
+        for event_id in ids:
             episode = episodes[event_id]
             relevance, lexical, own_meaning, meaning, again = rounds.of(event_id)
             relevance, asked = self._in_conversation(episode, relevance, replies.get(event_id), rounds)
+            if episode.session_id in sessions:
+                share = self.weights.session_share
+                relevance = (1 - share) * relevance + share * sessions[episode.session_id]
             if not has_query:
                 relevance = 0.0
             elif not self._is_evidence(relevance, meaning, compared):
@@ -155,6 +168,20 @@ class Ranker:
         scored.sort(key=lambda s: (-s[0], -s[1].occurred_at.timestamp(), s[1].event_id))
         # Only the items served are built and validated (a pool holds hundreds of candidates).
         return [_served(*entry, weights) for entry in scored[:limit]]
+
+    def _sessions(self, ids: list[str], episodes: Mapping[str, Episode], rounds: _Rounds) -> dict[str, float]:
+        """``{session id: relevance}`` of every session among the candidates: the mean of its
+        :attr:`~RankingWeights.session_turns` most relevant candidates (none when sessions carry
+        no weight)."""
+        if not self.weights.session_share:
+            return {}
+        by_session: dict[str, list[float]] = {}
+        for event_id in ids:
+            session = episodes[event_id].session_id
+            if session is not None:
+                by_session.setdefault(session, []).append(rounds.of(event_id)[0])
+        top = self.weights.session_turns
+        return {s: sum(sorted(r, reverse=True)[:top]) / top for s, r in by_session.items()}
 
     def _in_conversation(
         self, episode: Episode, relevance: float, question: str | None, rounds: _Rounds
@@ -190,9 +217,14 @@ class Ranker:
         signals = {}
         for cand in pool:
             lexical = cand.lexical / best_lexical if best_lexical > 0 else 0.0
-            meaning = max(cand.semantic, 0.0) if semantic else 0.0
+            meaning = self._meaning(cand.semantic) if semantic else 0.0
             signals[cand.event_id] = (share * meaning + (1.0 - share) * lexical, lexical, meaning)
         return signals
+
+    def _meaning(self, cosine: float) -> float:
+        """A cosine on [0, 1]: its distance above the unrelated cosine, negatives clipped."""
+        origin = self.weights.unrelated_cosine
+        return max((cosine - origin) / (1.0 - origin), 0.0) if origin else max(cosine, 0.0)
 
     def _is_evidence(self, relevance: float, meaning: float, semantic: bool) -> bool:
         if relevance < self.weights.min_relevance:
