@@ -72,10 +72,6 @@ class RankingWeights:
     matches the questions asked of the memory best (see :mod:`episodic.application.usecases.replies`)."""
     reply_share: float = 0.95
     """A question turn's reply is at least this share of the question's relevance."""
-    session_share: float = 0.0
-    """Share of a turn's relevance that comes from its session's: the mean relevance of the
-    session's :attr:`session_turns` most relevant candidates."""
-    session_turns: int = 2
 
     def effective(self, has_query: bool) -> dict[str, float]:
         raw = {
@@ -143,15 +139,10 @@ class Ranker:
         compared = any(meaning for _, _, meaning in rounds.first.values())  # else no floor on meaning
         w_relevance, w_recency, w_importance, w_trust, w_confidence = (weights[k] for k in COMPONENTS)
         scored = []
-        ids = list(dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]))
-        sessions = self._sessions(ids, episodes, rounds)
-        for event_id in ids:
+        for event_id in dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]):
             episode = episodes[event_id]
             relevance, lexical, own_meaning, meaning, again = rounds.of(event_id)
             relevance, asked = self._in_conversation(episode, relevance, replies.get(event_id), rounds)
-            if episode.session_id in sessions:
-                share = self.weights.session_share
-                relevance = (1 - share) * relevance + share * sessions[episode.session_id]
             if not has_query:
                 relevance = 0.0
             elif not self._is_evidence(relevance, meaning, compared):
@@ -168,20 +159,6 @@ class Ranker:
         scored.sort(key=lambda s: (-s[0], -s[1].occurred_at.timestamp(), s[1].event_id))
         # Only the items served are built and validated (a pool holds hundreds of candidates).
         return [_served(*entry, weights) for entry in scored[:limit]]
-
-    def _sessions(self, ids: list[str], episodes: Mapping[str, Episode], rounds: _Rounds) -> dict[str, float]:
-        """``{session id: relevance}`` of every session among the candidates: the mean of its
-        :attr:`~RankingWeights.session_turns` most relevant candidates (none when sessions carry
-        no weight)."""
-        if not self.weights.session_share:
-            return {}
-        by_session: dict[str, list[float]] = {}
-        for event_id in ids:
-            session = episodes[event_id].session_id
-            if session is not None:
-                by_session.setdefault(session, []).append(rounds.of(event_id)[0])
-        top = self.weights.session_turns
-        return {s: sum(sorted(r, reverse=True)[:top]) / top for s, r in by_session.items()}
 
     def _in_conversation(
         self, episode: Episode, relevance: float, question: str | None, rounds: _Rounds
