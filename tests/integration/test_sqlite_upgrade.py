@@ -22,7 +22,7 @@ def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         rows = conn.execute("SELECT rowid, tenant, text FROM episodes_search").fetchall()
         (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert "episodes_fts" not in tables and version == str(SCHEMA_VERSION) == "2"
+    assert "episodes_fts" not in tables and version == str(SCHEMA_VERSION) == "3"
     assert {rowid: (tenant, text) for rowid, tenant, text in rows} == {
         rowid: (tenant_token(tenant), text) for rowid, (tenant, text) in before.items()
     }

@@ -10,7 +10,7 @@ from episodic.entrypoints.cli.main import HANDLERS, main
 @pytest.mark.parametrize("command", sorted(HANDLERS))
 def test_given_a_subcommand_when_asked_for_help_then_it_describes_itself_and_its_defaults(command, capsys):
     with pytest.raises(SystemExit) as done:
-        main([command, "--help"])
+        main([*command.split(), "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
     description = out.split("\n\n")[1]

@@ -35,6 +35,7 @@ from episodic.application.usecases.deps import Deps, SystemClock
 from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.feedback import Feedback
 from episodic.application.usecases.overview import Overview
+from episodic.application.usecases.proof import Proof
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.reviews import Reviews
 from episodic.application.usecases.summarisation import Summarisation
@@ -64,6 +65,7 @@ class MemoryService:
     overviews: Overview
     conversations: Conversations
     sweeper: Sweep
+    proof: Proof
     closers: list[Callable[[], None]] = field(default_factory=list)
     """What the composition root opened for this service (database connections, say):
     :meth:`close` calls each once, and the service is a context manager. Bundles built by
@@ -78,7 +80,7 @@ class MemoryService:
             deps=deps, reads=reads, writes=writes, feedbacks=Feedback(deps), erasure=Erasure(deps),
             archival=archival, reviews=reviews, summarisation=summarisation, admin=Admin(deps),
             overviews=Overview(deps), conversations=Conversations(deps, reads, writes, summarisation),
-            sweeper=Sweep(deps, archival, reviews), closers=[] if closers is None else closers,
+            sweeper=Sweep(deps, archival, reviews), proof=Proof(deps), closers=[] if closers is None else closers,
         )  # fmt: skip
 
     @classmethod

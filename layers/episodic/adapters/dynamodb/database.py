@@ -31,7 +31,7 @@ from episodic.adapters.codec import decimal_numbers, plain_numbers
 from episodic.adapters.dynamodb import tables as t
 from episodic.domain import linear
 from episodic.domain.errors import ConflictError, StorageError
-from episodic.domain.model import AuditRecord, Episode, Review
+from episodic.domain.model import Episode, Review
 
 TRANSACTION_ATTEMPTS = 3
 TRANSIENT_CANCELLATIONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
@@ -93,6 +93,23 @@ def cancellation_reasons(exc: ClientError) -> set[str]:
         listed = _REASON_LIST.search(str(exc.response.get("Error", {}).get("Message", "")))
         reasons = {part.strip() for part in listed[1].split(",")} if listed else set()
     return reasons - {"None", ""}
+
+
+class ChainMoved(Exception):
+    """Another writer appended to the audit chain a transaction was planned on (its head item's
+    condition alone failed, so nothing was written): plan the transaction again."""
+
+
+def is_chain_head(item: dict[str, Any]) -> bool:
+    """Whether a transaction item is the update of an audit chain's head (``audit_chain.py``)."""
+    update = item.get("Update") or {}
+    return str(update.get("Key", {}).get("sk", {}).get("S", "")).startswith(t.AUDIT_CHAIN_SK)
+
+
+def _only_chain_heads_failed(items: list[dict[str, Any]], exc: ClientError) -> bool:
+    listed = exc.response.get("CancellationReasons") or []
+    failed = [i for i, r in enumerate(listed) if r.get("Code") == "ConditionalCheckFailed"]
+    return bool(failed) and all(i < len(items) and is_chain_head(items[i]) for i in failed)
 
 
 def storage_errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -167,25 +184,6 @@ class Database:
             put["ConditionExpression"] = "attribute_not_exists(pk)"
         return {"Put": put}
 
-    def audit_put(self, record: AuditRecord) -> dict[str, Any]:
-        """A transaction ``Put`` of an audit record, in the audit table."""
-        attributes: dict[str, Any] = {
-            "pk": record.tenant_id,
-            "sk": record.audit_id,
-            "action": record.action,
-            "rec": record.model_dump_json(by_alias=True),
-        }
-        if record.event_id:
-            attributes["epk"] = t.audit_event_pk(record.tenant_id, record.event_id)
-        # Append-only: create-once here, and the deployed roles may not update or delete.
-        return {
-            "Put": {
-                "TableName": self.audit_table,
-                "Item": to_item(attributes),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
-
     def transact(self, items: list[dict[str, Any]]) -> None:
         """One ``TransactWriteItems``; a cancellation for transient reasons only is sent again.
 
@@ -199,6 +197,8 @@ class Database:
                 if error_code(exc) != "TransactionCanceledException":
                     raise StorageError(f"DynamoDB transaction failed ({error_code(exc)})") from exc
                 reasons = cancellation_reasons(exc)
+                if _only_chain_heads_failed(items, exc):
+                    raise ChainMoved from exc
                 if "ConditionalCheckFailed" in reasons:
                     raise ConflictError("a create-once or expected-status condition failed") from exc
                 if not reasons <= TRANSIENT_CANCELLATIONS or attempt == TRANSACTION_ATTEMPTS:

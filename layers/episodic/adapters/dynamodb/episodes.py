@@ -10,6 +10,8 @@ index and re-checked on each episode (:mod:`.reads`).
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
@@ -17,7 +19,9 @@ from botocore.exceptions import ClientError
 
 from episodic.adapters.codec import decode_cursor, encode_cursor, unpack_vector
 from episodic.adapters.dynamodb import tables as t
+from episodic.adapters.dynamodb.audit_chain import CHAIN_ATTEMPTS
 from episodic.adapters.dynamodb.database import (
+    ChainMoved,
     Database,
     condition_failed,
     episode_of,
@@ -42,7 +46,15 @@ class Episodes:
 
     @storage_errors("write")
     def apply(self, changes: Changes) -> None:
-        commit(self.db, plan(self.db, changes))
+        """One transaction, planned again (after the new head) when another writer appended to
+        its audit chain first."""
+        for _ in range(CHAIN_ATTEMPTS):
+            try:
+                commit(self.db, plan(self.db, changes))
+                return
+            except ChainMoved:
+                time.sleep(random.uniform(0.0, 0.02))
+        raise StorageError("the tenant's audit chain kept moving under this write; retry later")
 
     def apply_many(self, change_sets: Sequence[Changes]) -> list[ConflictError | None]:
         """One transaction per set: DynamoDB has no savepoints, and a set may hold up to its

@@ -28,6 +28,7 @@ string, then ``#id``):
 | reviews by status | ``by_review_status``: ``T#RVS#status`` / ``requestedAt#reviewId`` |
 | idempotency key | table ``pk = T#IDEM#key``, ``sk = IDEM`` |
 | writes kill-switch | table ``pk = T#SETTINGS``, ``sk = WRITES`` |
+| audit chain heads | table ``pk = T#SETTINGS``, ``sk = AUDITCHAIN#shard`` (4) |
 | pending reviews past timeout (all tenants) | ``pending_reviews``: ``PENDING`` / ``requestedAt#T#reviewId`` (sparse) |
 | episodes due for forgetting (all tenants) | ``by_expiry``: ``EXP#shard`` (8) / ``expiresAt#T#id`` (sparse) |
 | erasure of an actor | ``by_actor`` -> every episode id, then their tag/ref items |
@@ -51,6 +52,10 @@ from typing import Any
 
 EXPIRY_SHARDS = 8
 DAY_SHARDS = 4
+AUDIT_CHAIN_SHARDS = 4
+"""A tenant's audit records are linked into this many hash chains: a write appends to one, so
+concurrent writes of one tenant wait on each other's chain only a quarter of the time."""
+AUDIT_CHAIN_SK = "AUDITCHAIN#"
 
 EPISODE_SK = "EPISODE"
 REVIEW_SK = "REVIEW"
@@ -160,6 +165,11 @@ def settings_pk(tenant: str) -> str:
 def writes_switch_key(tenant: str) -> dict[str, str]:
     """The tenant's writes kill-switch item."""
     return {"pk": settings_pk(tenant), "sk": WRITES_SK}
+
+
+def audit_chain_key(tenant: str, shard: int) -> dict[str, str]:
+    """The item holding the newest link of one of the tenant's audit chains."""
+    return {"pk": settings_pk(tenant), "sk": f"{AUDIT_CHAIN_SK}{shard}"}
 
 
 def tag_pk(tenant: str, tag: str) -> str:

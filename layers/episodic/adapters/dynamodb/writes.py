@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodic.adapters.dynamodb import tables as t
+from episodic.adapters.dynamodb.audit_chain import chained_items
 from episodic.adapters.dynamodb.database import Database, episode_of, to_item
 from episodic.adapters.dynamodb.items import (
     adjacency_items,
@@ -61,7 +62,7 @@ def plan(db: Database, changes: Changes) -> WritePlan:
         _plan_deletes(db, tenant, changes.delete, writes)
     writes.core += [db.put(review_item(review), create_once=True) for review in changes.reviews_put]
     writes.core += [_update(db, review_close(tenant, close)) for close in changes.reviews_close]
-    writes.core += [db.audit_put(record) for record in changes.audit]
+    writes.core += chained_items(db, changes.audit)
     return writes
 
 

@@ -36,7 +36,7 @@ from episodic.adapters.sqlite.group_commit import GroupCommit
 from episodic.adapters.sqlite.upgrade import upgrade
 from episodic.domain.errors import StorageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -134,6 +134,11 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+-- Each tenant's audit chain head (audit_chain.py): the newest record's position and digest.
+CREATE TABLE IF NOT EXISTS audit_heads (
+    tenant_id TEXT NOT NULL, shard INTEGER NOT NULL, seq INTEGER NOT NULL, digest TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, shard)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tenant_settings (tenant_id TEXT PRIMARY KEY, writes_enabled INTEGER NOT NULL);
 """
 """Every table, index and trigger, each created only if missing (so opening an existing file

@@ -12,28 +12,16 @@ refuses updates and deletes (triggers in :mod:`.database`): the log can only gro
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from episodic.adapters.codec import decode_cursor, encode_cursor
+from episodic.adapters.sqlite.audit_chain import append_audit, chain_head, stored_chain
 from episodic.adapters.sqlite.database import Database, micros
 from episodic.application.ports import AuditQuery, ReviewChange
+from episodic.domain.chain import Head, Unreadable
 from episodic.domain.model import AuditRecord, Review, ReviewStatus
-
-
-def append_audit(conn: sqlite3.Connection, record: AuditRecord) -> None:
-    """Append one audit record, inside the caller's transaction."""
-    conn.execute(
-        "INSERT INTO audit (audit_id, tenant_id, at, action, event_id, doc) VALUES (?,?,?,?,?,?)",
-        (
-            record.audit_id,
-            record.tenant_id,
-            micros(record.at),
-            record.action,
-            record.event_id,
-            record.model_dump_json(by_alias=True),
-        ),
-    )
 
 
 def insert_review(conn: sqlite3.Connection, tenant: str, review: Review) -> None:
@@ -72,6 +60,9 @@ def close_review(conn: sqlite3.Connection, tenant: str, close: ReviewChange) -> 
 class Governance:
     """Reviews, the audit log and per-tenant settings."""
 
+    chains = 1
+    """One audit chain per tenant: one writer appends them all."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -109,13 +100,29 @@ class Governance:
             sql += " AND at >= ?"
             params.append(micros(query.since))
         if query.cursor:
-            sql += " AND seq > ?"
+            sql += " AND seq < ?" if query.newest_first else " AND seq > ?"
             params.append(decode_cursor(query.cursor, (int,))[0])
-        rows = self.db.query(sql + " ORDER BY seq LIMIT ?", (*params, query.limit + 1))
+        order = "DESC" if query.newest_first else "ASC"
+        rows = self.db.query(sql + f" ORDER BY seq {order} LIMIT ?", (*params, query.limit + 1))
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = encode_cursor([rows[-1][0]]) if more and rows else None
         return [AuditRecord.model_validate_json(r[1]) for r in rows], cursor
+
+    def chain(self, tenant_id: str, shard: int) -> Iterator[AuditRecord | Unreadable]:
+        """One chain per tenant here (shard 0), read on one reader: one snapshot of it."""
+        if shard != 0:
+            return
+        with self.db.reading() as conn:
+            yield from stored_chain(conn, tenant_id)
+
+    def chain_heads(self, tenant_id: str) -> dict[int, Head]:
+        with self.db.reading() as conn:
+            head = chain_head(conn, tenant_id)
+        return {} if head is None else {0: head}
+
+    def audited_tenants(self) -> list[str]:
+        return [row[0] for row in self.db.query("SELECT DISTINCT tenant_id FROM audit ORDER BY tenant_id")]
 
     def writes_enabled(self, tenant_id: str) -> bool:
         """A tenant never switched accepts writes."""

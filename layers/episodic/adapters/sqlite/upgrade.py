@@ -1,12 +1,20 @@
 """Bringing a data dir written by an earlier version to this version's schema, once, on open.
 
+Each step runs in one transaction: a crash part-way leaves the file as it was and the next
+open starts that step again, and a second process opening the same data dir waits for the
+first (the connections' busy timeout) and then finds nothing left to do.
+
 Schema 1 kept each episode's full-text row in ``episodes_fts``, its text only; schema 2 keeps
 it in ``episodes_search`` with the tenant's word beside the text (:mod:`.fts_match`), so that a
 tenant's BM25 search can be limited to its own rows. The upgrade copies every row's indexed
 text, as it was stored, with its tenant's word, drops the old table (``secure_delete`` zeroes
 its pages) and records the new version, all in one transaction: a crash part-way leaves the old
-table whole and the next open starts again, and a second process opening the same data dir
-waits for the first (the connections' busy timeout) and then finds nothing left to do.
+table whole.
+
+Schema 3 links every audit record into its tenant's hash chain (:mod:`.audit_chain`). Records
+written before it are linked once, in the order they were appended, when the data dir is
+upgraded: the chain then proves nothing was changed *after* the upgrade. The append-only
+trigger is lifted for that one rewrite and put back as it was, in the same transaction.
 """
 
 from __future__ import annotations
@@ -16,12 +24,26 @@ import sqlite3
 import time
 
 from episodic.adapters.sqlite.fts_match import tenant_token
+from episodic.domain.chain import Head, linked
+from episodic.domain.model import AuditRecord
 
 log = logging.getLogger(__name__)
 
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
     """Upgrade the file ``conn`` (the writer, outside any transaction) has open to ``version``."""
+    _search_table(conn, version)
+    if _version(conn) < 3 <= version:
+        _chain_audit(conn, version)
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _search_table(conn: sqlite3.Connection, version: int) -> None:
+    """Schema 1 to 2: the full-text rows move to ``episodes_search``, with their tenant's word."""
     if not _has_table(conn, "episodes_fts"):
         return
     started = time.monotonic()
@@ -37,7 +59,7 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
                 "episodic_tenant_token(e.tenant_id), f.text FROM episodes_fts f JOIN episodes e ON e.rowid = f.rowid"
             )
             conn.execute("DROP TABLE episodes_fts")
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(min(version, 2)),))
             log.warning("upgraded %d episodes' full-text rows in %.1f s", rows, time.monotonic() - started)
     except BaseException:
         conn.execute("ROLLBACK")
@@ -47,3 +69,41 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def _chain_audit(conn: sqlite3.Connection, version: int) -> None:
+    """Schema 2 to 3: every audit record linked into its tenant's chain, in append order."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _version(conn) < 3:  # another process may have upgraded it meanwhile
+            (trigger,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_no_update'"
+            ).fetchone()
+            conn.execute("DROP TRIGGER audit_no_update")
+            linked = 0
+            for (tenant,) in conn.execute("SELECT DISTINCT tenant_id FROM audit").fetchall():
+                linked += _link_tenant(conn, tenant)
+            conn.execute(trigger)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+            if linked:
+                log.warning("linked %d audit records into their tenants' hash chains (once)", linked)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _link_tenant(conn: sqlite3.Connection, tenant: str) -> int:
+    head = None
+    rows = conn.execute("SELECT seq, doc FROM audit WHERE tenant_id = ? ORDER BY seq", (tenant,)).fetchall()
+    for seq, doc in rows:
+        record = linked(AuditRecord.model_validate_json(doc), head)
+        assert record.link is not None
+        conn.execute("UPDATE audit SET doc = ? WHERE seq = ?", (record.model_dump_json(by_alias=True), seq))
+        head = Head(record.link.seq, record.link.digest)
+    if head is not None:
+        conn.execute(
+            "INSERT OR REPLACE INTO audit_heads (tenant_id, shard, seq, digest) VALUES (?, 0, ?, ?)",
+            (tenant, head.seq, head.digest),
+        )
+    return len(rows)

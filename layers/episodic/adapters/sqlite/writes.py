@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from episodic.adapters.codec import pack_vector
+from episodic.adapters.sqlite.audit_chain import append_audit
 from episodic.adapters.sqlite.database import micros
 from episodic.adapters.sqlite.fts_match import tenant_token
-from episodic.adapters.sqlite.governance import append_audit, close_review, insert_review
+from episodic.adapters.sqlite.governance import close_review, insert_review
 from episodic.application.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
 from episodic.domain.errors import ConflictError
 from episodic.domain.model import Episode

@@ -3,10 +3,12 @@ append-only audit log, per-tenant switches and the review workflow's task tokens
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from episodic.domain.chain import Head, Unreadable
 from episodic.domain.model import AuditAction, AuditRecord, Episode, Review, ReviewStatus
 
 
@@ -29,6 +31,7 @@ class AuditQuery:
     since: datetime | None = None
     limit: int = 100
     cursor: str | None = None
+    newest_first: bool = False
 
 
 class ReviewQueue(Protocol):
@@ -44,9 +47,27 @@ class ReviewQueue(Protocol):
 
 
 class AuditLog(Protocol):
-    """The append-only record of every decision; appended through the store's ``apply``."""
+    """The append-only record of every decision; appended through the store's ``apply``, which
+    links each record into its tenant's hash chain (:mod:`episodic.domain.chain`)."""
+
+    @property
+    def chains(self) -> int:
+        """How many chains the store keeps per tenant (shards ``0`` to ``chains - 1``)."""
+        ...
 
     def audit(self, query: AuditQuery) -> tuple[list[AuditRecord], str | None]: ...
+
+    def chain(self, tenant_id: str, shard: int) -> Iterator[AuditRecord | Unreadable]:
+        """One of the tenant's chains, every record in the order it was stored."""
+        ...
+
+    def chain_heads(self, tenant_id: str) -> dict[int, Head]:
+        """The newest link of each of the tenant's chains, as the store keeps them (none: no record yet)."""
+        ...
+
+    def audited_tenants(self) -> list[str]:
+        """Every tenant with at least one audit record (for a verification of the whole store)."""
+        ...
 
 
 class TenantSettings(Protocol):

@@ -5,7 +5,15 @@
 :mod:`episodic.domain.model.results` what each use case answers. Everything is importable from here.
 """
 
-from episodic.domain.model.audit import AuditAction, AuditRecord, SystemActor
+from episodic.domain.model.audit import (
+    AuditAction,
+    AuditLink,
+    AuditRecord,
+    AuditVerification,
+    ChainBreakView,
+    ChainHeadView,
+    SystemActor,
+)
 from episodic.domain.model.episode import (
     DETAILS_MAX_BYTES,
     DETAILS_MAX_DEPTH,
@@ -68,10 +76,14 @@ __all__ = [
     "DETAILS_MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "AuditAction",
+    "AuditLink",
     "AuditRecord",
+    "AuditVerification",
     "BusyActor",
     "Caller",
     "CamelModel",
+    "ChainBreakView",
+    "ChainHeadView",
     "Confidence",
     "Consent",
     "DayCount",

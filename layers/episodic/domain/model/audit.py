@@ -10,8 +10,9 @@ on them.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from episodic.domain.model.episode import CamelModel, UtcDatetime
 
@@ -42,6 +43,8 @@ class AuditAction(StrEnum):
     FEEDBACK_RECORDED = "feedback.recorded"
     WRITES_ENABLED = "writes.enabled"
     WRITES_DISABLED = "writes.disabled"
+    AUDIT_VERIFIED = "audit.verified"
+    """An operator had the tenant's audit chains verified: the outcome, never the records."""
 
 
 class SystemActor(StrEnum):
@@ -57,6 +60,15 @@ class SystemActor(StrEnum):
     SESSION_HANDOFF = "system:session-handoff"
 
 
+class AuditLink(CamelModel):
+    """Where a record sits in its tenant's hash chain (:mod:`episodic.domain.chain`)."""
+
+    shard: int = Field(default=0, ge=0, description="Which of the tenant's chains the record is in")
+    seq: int = Field(ge=1, description="The record's position in its chain, from 1")
+    prev: str = Field(description="The digest of the record before it in the chain (the genesis digest for the first)")
+    digest: str = Field(description="SHA-256 of the previous digest and this record's canonical content")
+
+
 class AuditRecord(CamelModel):
     """One append-only audit entry. Never holds erased text: only ids, codes and hashes."""
 
@@ -69,3 +81,36 @@ class AuditRecord(CamelModel):
     reasons: list[str] = []
     policy_version: str | None = None
     detail: dict[str, JsonValue] = {}
+    link: AuditLink | None = Field(
+        default=None, description="The record's place in the tenant's hash chain, set by the store that appends it"
+    )
+
+
+class ChainHeadView(CamelModel):
+    """A chain's newest link as verification found it."""
+
+    shard: int
+    seq: int
+    digest: str
+
+
+class ChainBreakView(CamelModel):
+    """The first place a chain does not verify."""
+
+    shard: int
+    kind: Literal["altered", "removed", "inserted", "reordered", "unchained", "truncated"]
+    audit_id: str | None = Field(description="The record where the break was found (none: past the last record)")
+    position: int = Field(description="The chain position where the break was found, from 1")
+    message: str
+
+
+class AuditVerification(CamelModel):
+    """What verifying a tenant's audit chains found: every chain intact, or the first break."""
+
+    tenant_id: str
+    verified: bool
+    checked_at: UtcDatetime
+    records: int = Field(description="Records read and checked, across the tenant's chains")
+    chains: int
+    heads: list[ChainHeadView] = []
+    first_break: ChainBreakView | None = None

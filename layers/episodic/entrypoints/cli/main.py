@@ -16,7 +16,7 @@ class MissingDataDirError(SystemExit):
     """A maintenance command pointed at a data dir that does not exist."""
 
 
-def _local_service(args: argparse.Namespace) -> MemoryService:
+def local_service(args: argparse.Namespace) -> MemoryService:
     """The local service over an existing data dir, which is named first: maintenance commands
     never create one (run from the wrong folder, they would work on an empty store)."""
     from episodic.application.settings import Settings
@@ -40,7 +40,7 @@ def _local_service(args: argparse.Namespace) -> MemoryService:
 def _summarize(args: argparse.Namespace) -> int:
     from episodic.entrypoints.cli.output import progress, table
 
-    with _local_service(args) as service:
+    with local_service(args) as service:
         minimum = service.deps.settings.summary_min_events
         with progress(f"summarising actors with more than {minimum} events in the last 24 hours"):
             outcomes = service.summarisation.summarise()
@@ -64,7 +64,7 @@ def _forget(args: argparse.Namespace) -> int:
     verb = "would archive" if args.dry_run else "archived"
     archived: list[str] = []
     examined, cursor = 0, None
-    with _local_service(args) as service, progress("examining active episodes") as step:
+    with local_service(args) as service, progress("examining active episodes") as step:
         while True:
             report = service.archival.forget(dry_run=args.dry_run, cursor=cursor)
             examined += report.examined
@@ -80,7 +80,7 @@ def _forget(args: argparse.Namespace) -> int:
 def _reembed(args: argparse.Namespace) -> int:
     from episodic.entrypoints.cli.output import progress
 
-    with _local_service(args) as service, progress(f"re-embedding with {service.deps.embedder.name}") as step:
+    with local_service(args) as service, progress(f"re-embedding with {service.deps.embedder.name}") as step:
         done = service.admin.reembed(batch_size=args.batch_size, progress=step.set)
     print(f"done: {done} episode(s) re-embedded")
     return 0
@@ -254,7 +254,21 @@ def _serve_command(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+def _audit_verify(args: argparse.Namespace) -> int:
+    from episodic.entrypoints.cli.audit import verify
+
+    return verify(args)
+
+
+def _audit_heads(args: argparse.Namespace) -> int:
+    from episodic.entrypoints.cli.audit import heads
+
+    return heads(args)
+
+
 HANDLERS = {
+    "audit verify": _audit_verify,
+    "audit heads": _audit_heads,
     "serve": _serve_command,
     "mcp": _mcp,
     "tokens": _tokens,

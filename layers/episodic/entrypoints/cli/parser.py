@@ -49,6 +49,7 @@ def build_parser(version: str, handlers: Mapping[str, Handler]) -> argparse.Argu
     _mcp(command("mcp", "Serve the memory as MCP tools (stdio, or streamable HTTP with --http).", mcp_details))
     _tokens(command("tokens", "List, create or rotate the local bearer tokens; mint a test JWT for AWS."))
     _maintenance(command)
+    _audit(command("audit", "Verify the audit log's hash chains, or print their heads.", AUDIT_DETAILS), handlers)
     evaluate = command("eval", "Run the labelled evaluation suite and check its thresholds.")
     evaluate.add_argument("--suite", default="tests/evals", help="folder with retrieval/ and scenarios/")
     evaluate.add_argument("--thresholds", default=None, help="unset: <suite>/thresholds.json")
@@ -99,6 +100,37 @@ def _tokens(tokens: argparse.ArgumentParser) -> None:
     tokens.add_argument("--audience", help="jwt: unset: cdk.json's auth.audience")
     tokens.add_argument("--subject", default="episodic-cli", help="jwt: the caller's principal id")
     tokens.add_argument("--hours", type=float, default=1.0, help="jwt: how long it is valid (at most 24)")
+
+
+AUDIT_DETAILS = (
+    "verify exits 0 when every chain verifies and 1 naming the first record altered, removed, inserted or "
+    "reordered; it only reads. heads prints each chain's newest link (TENANT:SHARD:SEQ:DIGEST): keep them where "
+    "the data dir's owner cannot rewrite them, and pass them to verify --checkpoint."
+)
+
+
+def _audit(audit: argparse.ArgumentParser, handlers: Mapping[str, Handler]) -> None:
+    actions = audit.add_subparsers(dest="audit_command", required=True, metavar="<action>")
+    verify = actions.add_parser(
+        "verify",
+        help="check every chain, link by link",
+        description="Check every audit chain of the data dir, link by link; exit 1 naming the first break.",
+        formatter_class=_Formatter,
+    )
+    heads = actions.add_parser(
+        "heads",
+        help="print each chain's newest link",
+        description="Print each audit chain's newest link as TENANT:SHARD:SEQ:DIGEST, to keep elsewhere.",
+        formatter_class=_Formatter,
+    )
+    for one, name in ((verify, "audit verify"), (heads, "audit heads")):
+        one.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+        one.add_argument("--tenant", default=None, help="one tenant (unset: every tenant with an audit record)")
+        if name in handlers:
+            one.set_defaults(func=handlers[name])
+    verify.add_argument(
+        "--checkpoint", action="append", metavar="TENANT:SHARD:SEQ:DIGEST", help="a head printed earlier, to check"
+    )
 
 
 def _maintenance(command: Callable[..., argparse.ArgumentParser]) -> None:

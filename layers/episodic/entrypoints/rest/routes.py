@@ -14,6 +14,7 @@ from pydantic import Field
 from episodic.domain.model import (
     AuditAction,
     AuditRecord,
+    AuditVerification,
     Caller,
     CamelModel,
     Decision,
@@ -268,6 +269,28 @@ def get_audit(
         current_caller(), event_id=event_id, action=action, since=since, limit=limit, cursor=cursor
     )
     return AuditPage(items=items, next_cursor=next_cursor)
+
+
+@app.get(
+    "/v1/admin/audit/verify",
+    responses=errors(401, 403),
+    summary="Verify this tenant's audit hash chains now (operator); the outcome is audited as audit.verified",
+)
+def get_audit_verify() -> AuditVerification:
+    return get_service().proof.verify(current_caller())
+
+
+class LastVerification(CamelModel):
+    last: AuditRecord | None = None
+
+
+@app.get(
+    "/v1/admin/audit/verification",
+    responses=errors(401, 403),
+    summary="The tenant's last audit chain verification (operator): its audit.verified record, if any",
+)
+def get_audit_verification() -> LastVerification:
+    return LastVerification(last=get_service().proof.last_verification(current_caller()))
 
 
 class WritesRequest(CamelModel):

@@ -375,8 +375,29 @@ function auditRow(r) {
     el("td", {}, (r.reasons || []).join(", ")), el("td", {}, r.policyVersion || ""), el("td", {}, restore));
 }
 
+function verificationText(r) {
+  if (!r) return "The audit chains have not been verified from here yet.";
+  const d = r.detail || {};
+  const outcome = d.verified ? `verified: ${d.records} records, every link intact`
+    : `BROKEN: ${d.break} at chain ${d.shard}, position ${d.position}`;
+  return `Last verification ${when(r.at)} by ${r.principalId}: ${outcome}.`;
+}
+
+async function showVerification() {
+  const { last } = await api("GET", "/v1/admin/audit/verification");
+  $("#verification-text").textContent = verificationText(last);
+}
+
+async function verifyChains() {
+  const result = await api("GET", "/v1/admin/audit/verify");
+  await showVerification();
+  say(result.verified ? `Audit chains verified (${result.records} records).` : `Audit chain broken: ${result.firstBreak.message}`,
+    result.verified ? "ok" : "error");
+}
+
 async function showAudit(event) {
   if (event) event.preventDefault();
+  await showVerification();
   const form = Object.fromEntries(new FormData($("#audit-filters")).entries());
   const since = new Date(Date.now() - Number(form.since) * 3600 * 1000).toISOString();
   const records = [];
@@ -409,6 +430,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#more").addEventListener("click", guarded(() => showTimeline(null, true)));
   $("#erase-actor").addEventListener("click", guarded(eraseActor));
   $("#audit-filters").addEventListener("submit", guarded(showAudit));
+  $("#verify").addEventListener("click", guarded(verifyChains));
   for (const button of document.querySelectorAll("nav button")) {
     button.addEventListener("click", guarded(async () => { showTab(button.dataset.tab); await TABS[button.dataset.tab](); }));
   }
