@@ -29,7 +29,7 @@ from episodic.application.settings import Settings
 from episodic.application.usecases.conversations import Conversations
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
-from episodic.bootstrap.local import local_embedder
+from episodic.bootstrap.embedders import local_embedder
 from episodic.evals.conversations import (
     format_report,
     load_conversations,

@@ -450,9 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-tenant", type=int, default=2000, help="episodes in the API latency tenant")
     parser.add_argument("--load-clients", type=int, default=16)
     parser.add_argument("--load-seconds", type=float, default=30)
+    parser.add_argument("--load-seed", type=int, default=1000, help="episodes per tenant before the mixed load")
     parser.add_argument(
         "--conversations", default=None, help="one conversation of the test split (e.g. cv07) instead of all six"
     )
+    parser.add_argument("--sets", action="store_true", help="every labelled set with each local model (on with --full)")
     parser.add_argument("--pathological-shapes", type=int, default=20, help="shapes drawn from the patterns' words")
     parser.add_argument("--health-writes", type=int, default=5, help="costliest writes /v1/health is timed during")
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
@@ -489,14 +491,20 @@ def main(argv: list[str] | None = None) -> int:
         bar.describe(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
         from benchmarks.mixed_load import run as mixed_load
 
-        load = mixed_load(args.load_clients, args.load_seconds, seed=1000, profile=True)
+        load = mixed_load(args.load_clients, args.load_seconds, seed=args.load_seed, profile=True)
         bar.describe(f"mixed load, episodic serve --workers 2 ({args.load_clients} clients)")
-        load2 = mixed_load(args.load_clients, args.load_seconds, seed=1000, profile=False, workers=2)
+        load2 = mixed_load(args.load_clients, args.load_seconds, seed=args.load_seed, profile=False, workers=2)
         bar.advance()
         bar.describe("conversation memory (test split)")
         from benchmarks.conversations import measure
 
         conversations = measure("test", only=args.conversations, progress=lambda line: None)
+        labelled = None
+        if args.full or args.sets:
+            from benchmarks.labelled_sets import measure_all
+
+            bar.describe("every labelled set, with each local embedding model")
+            labelled = measure_all()
         bar.advance()
         bar.describe("query embedding under concurrency (1, 4, 8 clients), ONNX Runtime against PyTorch")
         from benchmarks.embedding_concurrency import measure as embedding_concurrency
@@ -517,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         bar.describe("cold imports and package sizes")
         imports, sizes_bytes, api_imports = cold_imports(), package_sizes(), import_profile()
         bar.advance()
+    from benchmarks.labelled_sets import section as labelled_section
     from benchmarks.targets import section as targets_section
 
     ceiling = max(r["after"]["per_second"] for r in embedding)
@@ -616,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"- {name}: {share:.0%}" for name, share in load["stages"]],
         "",
         *conversation_section(conversations),
+        *(labelled_section(labelled) if labelled else []),
         *runtime_section(runtime),
         *embedding_section(embedding),
         *peer_section(peer),

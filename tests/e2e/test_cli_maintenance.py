@@ -9,7 +9,8 @@ from tests.support.doubles import FixedClock
 from tests.support.factories import AGENT, proposal
 
 
-def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act(tmp_path, minilm, capsys):
+def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act(tmp_path, minilm, capsys, monkeypatch):
+    monkeypatch.setenv("EPISODIC_EMBEDDER", "minilm")  # the model the data dir was written with
     data = tmp_path / "data"
     now = datetime.now(UTC)
     old = build_local_service(Settings(data_dir=data), embedder=minilm, clock=FixedClock(now - timedelta(days=60)))

@@ -4,7 +4,8 @@ import pytest
 
 from episodic.adapters.opensearch.index import OpenSearchRecallIndex
 from episodic.application.settings import Settings
-from episodic.bootstrap.aws import embedder_identity, opensearch_index
+from episodic.bootstrap.aws import opensearch_index
+from episodic.bootstrap.embedders import identity
 
 
 def test_given_no_opensearch_endpoint_when_composed_then_recall_stays_on_dynamodb():
@@ -18,7 +19,7 @@ def test_given_an_endpoint_and_titan_when_composed_then_the_index_knows_the_mode
     index = opensearch_index(settings)
     assert isinstance(index, OpenSearchRecallIndex)
     assert (index.embedder, index.dimension) == ("amazon.titan-embed-text-v2:0/512", 512)
-    assert embedder_identity(Settings()) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
+    assert identity(Settings(embedder="minilm")) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
 
 
 def test_given_an_endpoint_when_the_lambda_service_is_built_then_recall_falls_back_and_waits_briefly(aws_env):

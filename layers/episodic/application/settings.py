@@ -55,8 +55,8 @@ class Settings(BaseModel):
     embedder: str = Field(
         default="minilm",
         pattern="^(minilm|e5|titan)$",
-        description="The embedding model: minilm (all-MiniLM-L6-v2, English), e5 (multilingual-e5-small, "
-        "4-bit, local), titan (Amazon Titan on Bedrock, AWS)",
+        description="The embedding model: minilm (all-MiniLM-L6-v2, English), e5 (multilingual-e5-small, 4-bit; "
+        "Linux x86_64), titan (Amazon Titan on Bedrock, AWS)",
     )
     embedder_runtime: Literal["onnx", "torch"] = Field(
         default="onnx",

@@ -32,6 +32,7 @@ from episodic.application.ports import (
 from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
 from episodic.application.usecases.expiry import Expiry
+from episodic.bootstrap import embedders
 
 if TYPE_CHECKING:
     from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
@@ -95,17 +96,6 @@ def titan_embedder(settings: Settings) -> Embedder:
     return TitanEmbedder(client, model_id=settings.titan_model_id, dimensions=settings.titan_dimensions)
 
 
-def embedder_identity(settings: Settings) -> tuple[str, int]:
-    """The configured embedder's name and dimension, without loading the model."""
-    if settings.embedder == "titan":
-        from episodic.adapters.bedrock.embedder import titan_name
-
-        return titan_name(settings.titan_model_id, settings.titan_dimensions), settings.titan_dimensions
-    from episodic.adapters.minilm.embedder import DIMENSION, MODEL_NAME
-
-    return MODEL_NAME, DIMENSION
-
-
 def opensearch_index(
     settings: Settings, ensure: bool = False, *, timeout: float = 10.0, retry_on_timeout: bool = True
 ) -> Any:
@@ -131,7 +121,7 @@ def opensearch_index(
         timeout=timeout,
         retry_on_timeout=retry_on_timeout,
     )
-    name, dimension = embedder_identity(settings)
+    name, dimension = embedders.identity(settings)
     index = OpenSearchRecallIndex(client, settings.opensearch_index, dimension, name)
     if ensure:
         index.ensure_index()
@@ -142,12 +132,7 @@ def service_from_settings(settings: Settings) -> MemoryService:
     """What a Lambda function builds once per container when ``EPISODIC_BACKEND=aws``."""
     import boto3
 
-    if settings.embedder == "titan":
-        embedder = titan_embedder(settings)
-    else:
-        from episodic.adapters.minilm.embedder import MiniLMEmbedder
-
-        embedder = MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
+    embedder = titan_embedder(settings) if embedders.chosen(settings) == "titan" else embedders.local_embedder(settings)
     return build_aws_service(
         settings,
         dynamodb=boto3.client("dynamodb", region_name=settings.aws_region),

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from episodic.adapters.files.archive import FolderArchive
 from episodic.adapters.inprocess.notifier import LogReviewNotifier
-from episodic.adapters.minilm.embedder import MiniLMEmbedder
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.adapters.summarisers.extractive import ExtractiveSummariser
 from episodic.application.ports import Clock, Embedder, ReviewNotifier
 from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
+from episodic.bootstrap.embedders import local_embedder
 from episodic.logs import service_logger
 
 
@@ -33,17 +33,6 @@ def _data_dir(settings: Settings) -> Path:
     return data_dir
 
 
-def local_embedder(settings: Settings) -> Embedder:
-    """The embedding model ``settings.embedder`` names, run on this machine."""
-    if settings.embedder == "e5":
-        from episodic.adapters.e5.embedder import E5Embedder
-
-        return E5Embedder()
-    if settings.embedder != "minilm":
-        raise ValueError(f"EPISODIC_EMBEDDER={settings.embedder} needs the AWS backend; locally: minilm or e5")
-    return MiniLMEmbedder(runtime=settings.embedder_runtime, model_cache=settings.model_cache)
-
-
 def build_local_service(
     settings: Settings,
     *,
@@ -52,7 +41,8 @@ def build_local_service(
     notifier: ReviewNotifier | None = None,
 ) -> MemoryService:
     """The service over ``settings.data_dir``; ``embedder``, ``clock`` and ``notifier`` replace
-    the defaults (MiniLM, the system clock, a notifier that logs each held episode)."""
+    the defaults (the model ``EPISODIC_EMBEDDER`` names, the system clock, a notifier that logs
+    each held episode)."""
     data_dir = _data_dir(settings)
     embedder = embedder or local_embedder(settings)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)

