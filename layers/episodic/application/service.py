@@ -22,6 +22,8 @@ from episodic.application.ports import (
     ColdArchive,
     Embedder,
     ErasureCompaction,
+    EventOutbox,
+    EventSender,
     RecallIndex,
     ReviewNotifier,
     Summariser,
@@ -34,6 +36,7 @@ from episodic.application.usecases.conversations import Conversations
 from episodic.application.usecases.deps import Deps, SystemClock
 from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.feedback import Feedback
+from episodic.application.usecases.notifications import Notifications
 from episodic.application.usecases.overview import Overview
 from episodic.application.usecases.proof import Proof
 from episodic.application.usecases.reads import Reads
@@ -66,6 +69,8 @@ class MemoryService:
     conversations: Conversations
     sweeper: Sweep
     proof: Proof
+    notifications: Notifications | None
+    """Memory events out, when the composition configured an outbox and a sender."""
     closers: list[Callable[[], None]] = field(default_factory=list)
     """What the composition root opened for this service (database connections, say):
     :meth:`close` calls each once, and the service is a context manager. Bundles built by
@@ -80,7 +85,10 @@ class MemoryService:
             deps=deps, reads=reads, writes=writes, feedbacks=Feedback(deps), erasure=Erasure(deps),
             archival=archival, reviews=reviews, summarisation=summarisation, admin=Admin(deps),
             overviews=Overview(deps), conversations=Conversations(deps, reads, writes, summarisation),
-            sweeper=Sweep(deps, archival, reviews), proof=Proof(deps), closers=[] if closers is None else closers,
+            sweeper=Sweep(deps, archival, reviews), proof=Proof(deps),
+            notifications=Notifications(deps, deps.outbox, deps.events, deps.settings.event_actor)
+            if deps.outbox is not None and deps.events is not None else None,
+            closers=[] if closers is None else closers,
         )  # fmt: skip
 
     @classmethod
@@ -99,6 +107,8 @@ class MemoryService:
         clock: Clock | None = None,
         backend: str = "custom",
         closers: Sequence[Callable[[], None]] = (),
+        outbox: EventOutbox | None = None,
+        events: EventSender | None = None,
     ) -> MemoryService:
         """The service over one backend: ``store``'s parts serve every store port
         (:class:`~episodic.application.ports.TimelineStore`); ``compaction`` is the backend's way
@@ -117,6 +127,8 @@ class MemoryService:
             clock=clock or SystemClock(),
             ranker=Ranker(settings.ranking_weights(embedder)),
             backend=backend,
+            outbox=outbox,
+            events=events,
         )
         return cls.over(deps, list(closers))
 

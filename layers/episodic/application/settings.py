@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
 from episodic.domain.recall.ranking import RankingWeights
 
@@ -83,12 +83,29 @@ class Settings(BaseModel):
         default=None, description="Bedrock model for digests (grounding-checked, extractive fallback)"
     )
     ingest_mapping: Path | None = Field(default=None, description="The EventBridge ingestion mapping file")
+    event_webhook: str | None = Field(
+        default=None, pattern=r"^https?://\S+$", description="Where memory events are POSTed, signed (local server)"
+    )
+    event_webhook_secret: SecretStr | None = Field(
+        default=None, description="The shared secret memory events are signed with (HMAC-SHA256); needed with a webhook"
+    )
+    event_actor: Literal["pseudonym", "id", "none"] = Field(
+        default="pseudonym", description="How a memory event names the episode's actor"
+    )
+    event_bus: str | None = Field(default=None, description="The EventBridge bus memory events go to (AWS)")
 
     @field_validator("tag_weights")
     @classmethod
     def _lower_case_tags(cls, weights: dict[str, float]) -> dict[str, float]:
         """Tags are stored lower-case, so weights are looked up lower-case whoever set them."""
         return {tag.strip().lower(): weight for tag, weight in weights.items()}
+
+    @model_validator(mode="after")
+    def _webhook_is_signed(self) -> Settings:
+        """A webhook without a secret would let anyone post events as the service: refused."""
+        if self.event_webhook and not (self.event_webhook_secret and self.event_webhook_secret.get_secret_value()):
+            raise ValueError("EPISODIC_EVENT_WEBHOOK needs EPISODIC_EVENT_WEBHOOK_SECRET to sign the events")
+        return self
 
     def ranking_weights(self, embedder: object = None) -> RankingWeights:
         """The ranking these settings ask for; the semantic floor is ``embedder``'s own

@@ -8,6 +8,7 @@ from episodic.adapters.files.archive import FolderArchive
 from episodic.adapters.inprocess.notifier import LogReviewNotifier
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.adapters.summarisers.extractive import ExtractiveSummariser
+from episodic.adapters.webhook.sender import WebhookSender
 from episodic.application.ports import Clock, Embedder, ReviewNotifier
 from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
@@ -33,6 +34,13 @@ def _data_dir(settings: Settings) -> Path:
     return data_dir
 
 
+def _webhook(settings: Settings) -> WebhookSender | None:
+    """The configured webhook's sender, or None (no memory events go out)."""
+    if not settings.event_webhook or settings.event_webhook_secret is None:
+        return None
+    return WebhookSender(settings.event_webhook, settings.event_webhook_secret.get_secret_value())
+
+
 def build_local_service(
     settings: Settings,
     *,
@@ -46,6 +54,10 @@ def build_local_service(
     data_dir = _data_dir(settings)
     embedder = embedder or local_embedder(settings)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
+    sender, closers = _webhook(settings), [store.close]
+    if sender is not None:
+        store.outbox.start_from_now()
+        closers.append(sender.close)
     return MemoryService.build(
         store=store,
         index=store.recall,
@@ -57,7 +69,9 @@ def build_local_service(
         settings=settings,
         clock=clock,
         backend="local-sqlite",
-        closers=[store.close],
+        closers=closers,
+        outbox=store.outbox if sender is not None else None,
+        events=sender,
     )
 
 

@@ -13,6 +13,7 @@ from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.reviews import Reviews
 from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
+from episodic.domain.forgetting.pseudonyms import actor_pseudonym
 from episodic.domain.model import Caller, ReviewStatus, Role, Status, SystemActor
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, proposal
 
@@ -45,6 +46,7 @@ def test_given_a_held_write_when_approved_then_it_is_active_audited_and_the_work
         "reviewId": held.review_id,
         "reviewer": OPERATOR.principal_id,
         "noteHash": hash_text("checked the vendor page"),
+        "actor": actor_pseudonym("acme", "user-1"),  # the episode's actor, never in clear
     }
 
 

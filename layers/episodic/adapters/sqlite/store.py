@@ -15,6 +15,7 @@ part per port group, each in its own module, all over the one :class:`~.database
 | ``scans``, ``vectors`` | ``Maintenance`` (``maintenance``) | ``MaintenanceScans``, ``VectorMaintenance`` |
 | ``recall`` | ``RecallReads`` (``recall``) | ``RecallIndex`` |
 | ``compaction`` | the ``Database`` itself | ``ErasureCompaction`` |
+| ``outbox`` | ``Outbox`` (``outbox``) | ``EventOutbox`` (the audit table, read past a cursor) |
 
 Tenant-facing reads of episodes filter through the one WHERE clause of :mod:`.scope`.
 
@@ -38,6 +39,7 @@ from episodic.adapters.sqlite.episodes import Episodes
 from episodic.adapters.sqlite.fts_terms import TermFrequencies
 from episodic.adapters.sqlite.governance import Governance
 from episodic.adapters.sqlite.maintenance import Maintenance
+from episodic.adapters.sqlite.outbox import Outbox
 from episodic.adapters.sqlite.recall import RecallReads
 from episodic.adapters.sqlite.scope_cache import ScopeCache
 from episodic.adapters.vectors.index import DEFAULT_ANN_THRESHOLD, VectorSearch
@@ -62,6 +64,7 @@ class SqliteStore:
         self.scans, self.vectors = maintenance, maintenance
         self.recall = RecallReads(self.database, self.vector_search, ScopeCache(), TermFrequencies(), embedder)
         self.compaction = self.database
+        self.outbox = Outbox(self.database)
         maintenance.refresh_search_text()
 
     def close(self) -> None:

@@ -8,9 +8,11 @@ uses. Adapters implement them, one folder per technology: ``adapters/sqlite``, `
 * :mod:`~episodic.application.ports.governance` -- reviews, the audit log, tenant switches;
 * :mod:`~episodic.application.ports.maintenance` -- cross-tenant scans, re-embedding, the archive;
 * :mod:`~episodic.application.ports.search` -- the recall index and its projection;
-* :mod:`~episodic.application.ports.providers` -- the clock, the embedder, the summariser.
+* :mod:`~episodic.application.ports.providers` -- the clock, the embedder, the summariser;
+* :mod:`~episodic.application.ports.events` -- memory events going out: the outbox and the sender.
 """
 
+from episodic.application.ports.events import DeliveryError, EventOutbox, EventSender, OutboxEntry
 from episodic.application.ports.governance import (
     AuditLog,
     AuditQuery,
@@ -43,12 +45,16 @@ __all__ = [
     "Changes",
     "Clock",
     "ColdArchive",
+    "DeliveryError",
     "Embedder",
     "EpisodeStore",
     "ErasureCompaction",
+    "EventOutbox",
+    "EventSender",
     "IdempotencyRecord",
     "MaintenanceScans",
     "NewEpisode",
+    "OutboxEntry",
     "RecallCandidates",
     "RecallIndex",
     "RecallProjection",

@@ -56,8 +56,8 @@ class Archival:
             key = deps.archive.put(episode, "relevance_decay", now)
             system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id=SystemActor.DECAY_SWEEP)
             audit = deps.audit(
-                system, AuditAction.EPISODE_ARCHIVED, now, episode.event_id, None, reason="relevance_decay",
-                retentionScore=score, archiveKey=key, contentHash=content_hash(episode),
+                system, AuditAction.EPISODE_ARCHIVED, now, episode.event_id, None, episode.actor_id,
+                reason="relevance_decay", retentionScore=score, archiveKey=key, contentHash=content_hash(episode),
                 lastAccessedAt=(episode.last_accessed_at or episode.recorded_at).isoformat(),
             )  # fmt: skip
             try:

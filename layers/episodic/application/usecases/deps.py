@@ -23,6 +23,8 @@ from episodic.application.ports import (
     Embedder,
     EpisodeStore,
     ErasureCompaction,
+    EventOutbox,
+    EventSender,
     MaintenanceScans,
     RecallIndex,
     ReviewNotifier,
@@ -35,6 +37,7 @@ from episodic.application.ports import (
 from episodic.application.settings import Settings
 from episodic.domain.access import may_read
 from episodic.domain.errors import ForbiddenError, NotFoundError
+from episodic.domain.forgetting.pseudonyms import actor_pseudonym
 from episodic.domain.model import AuditAction, AuditRecord, Caller, Episode, PolicyDecision
 from episodic.domain.policy import WritePolicy
 from episodic.domain.recall.ranking import Ranker
@@ -86,6 +89,8 @@ class Deps:
     ranker: Ranker
     backend: str = "custom"
     compaction: ErasureCompaction | None = None
+    outbox: EventOutbox | None = None
+    events: EventSender | None = None
     ids: MonotonicIds = field(default_factory=MonotonicIds)
 
     @classmethod
@@ -103,9 +108,14 @@ class Deps:
         now: datetime,
         event_id: str | None,
         decision: PolicyDecision | None,
+        actor: str | None = None,
         **detail: Any,
     ) -> AuditRecord:
-        """An audit record of ``action`` by ``caller``: ids, reason codes and hashes only."""
+        """An audit record of ``action`` by ``caller``: ids, reason codes and hashes only. ``actor``
+        (the episode's) is kept as its pseudonym (:func:`~episodic.domain.forgetting.pseudonyms.actor_pseudonym`),
+        never in clear: the record outlives an erasure of the actor."""
+        if actor is not None:
+            detail["actor"] = actor_pseudonym(caller.tenant_id, actor)
         return AuditRecord(
             audit_id=self.ids(now),
             tenant_id=caller.tenant_id,

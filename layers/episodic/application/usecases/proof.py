@@ -10,6 +10,7 @@ the last one; the command line's verification of a stopped data dir only reads.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from episodic.application.ports import AuditQuery, Changes
 from episodic.application.usecases.deps import Deps, require_operator
@@ -32,7 +33,7 @@ class Proof:
         """The caller's tenant verified (operators only), the outcome audited."""
         require_operator(caller)
         found = self.verify_tenant(caller.tenant_id)
-        detail: dict[str, object] = {"verified": found.verified, "records": found.records}
+        detail: dict[str, Any] = {"verified": found.verified, "records": found.records}
         if found.first_break is not None:
             detail |= {"break": found.first_break.kind, "shard": found.first_break.shard,
                        "position": found.first_break.position}  # fmt: skip

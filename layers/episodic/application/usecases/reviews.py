@@ -62,6 +62,7 @@ class Reviews:
         deps = self.deps
         now = deps.clock.now()
         episode = deps.episodes.get(review.tenant_id, review.event_id)
+        actor = episode.actor_id if episode is not None else None
         changes = Changes(tenant_id=review.tenant_id)
         changes.reviews_close.append(ReviewChange(review.review_id, outcome, now, reviewer, note))
         if episode is not None:
@@ -79,6 +80,7 @@ class Reviews:
                 now,
                 review.event_id,
                 None,
+                actor,
                 reviewId=review.review_id,
                 reviewer=reviewer,
                 noteHash=hash_text(note) if note else None,

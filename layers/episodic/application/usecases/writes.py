@@ -88,7 +88,13 @@ class Writes:
             changes.status.append(StatusChange(old_id, Status.ACTIVE, Status.SUPERSEDED))
             changes.audit.append(
                 self.deps.audit(
-                    caller, AuditAction.EPISODE_SUPERSEDED, now, old_id, None, supersededBy=episode.event_id
+                    caller,
+                    AuditAction.EPISODE_SUPERSEDED,
+                    now,
+                    old_id,
+                    None,
+                    found[old_id].actor_id,
+                    supersededBy=episode.event_id,
                 )
             )
 
@@ -254,12 +260,19 @@ class Writes:
             )
             changes.audit.append(
                 deps.audit(
-                    caller, AuditAction.EPISODE_REVIEW_REQUESTED, now, episode.event_id, decision, reviewId=review_id
+                    caller,
+                    AuditAction.EPISODE_REVIEW_REQUESTED,
+                    now,
+                    episode.event_id,
+                    decision,
+                    episode.actor_id,
+                    reviewId=review_id,
                 )
             )
         else:
             self.stage_supersede(caller, episode, changes, now)
-            changes.audit.append(deps.audit(caller, AuditAction.EPISODE_WRITTEN, now, episode.event_id, decision))
+            written = deps.audit(caller, AuditAction.EPISODE_WRITTEN, now, episode.event_id, decision, episode.actor_id)
+            changes.audit.append(written)
         return RememberResult(
             decision=decision.decision,
             reasons=decision.reasons,

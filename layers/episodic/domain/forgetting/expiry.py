@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Any
 
+from episodic.domain.forgetting.pseudonyms import actor_pseudonym
 from episodic.domain.model import Episode, EventType, Status
 
 
@@ -38,6 +39,7 @@ def expiry_detail(episode: Episode, archive_key: str | None) -> dict[str, Any]:
     """The ``detail`` of an ``episode.expired`` audit record (``archiveKey`` None: not archived)."""
     detail: dict[str, Any] = {
         "reason": "retention_expired",
+        "actor": actor_pseudonym(episode.tenant_id, episode.actor_id),
         "archiveKey": archive_key,
         "contentHash": content_hash(episode),
         "eventType": episode.event_type.value,

@@ -39,6 +39,7 @@ from episodic.domain.model.episode import (
     Tag,
     UtcDatetime,
 )
+from episodic.domain.model.events import EVENT_SOURCE, MemoryEvent, MemoryEventType, event_of
 from episodic.domain.model.messages import (
     Caller,
     NeighbourTurn,
@@ -74,6 +75,7 @@ from episodic.domain.model.results import (
 __all__ = [
     "DETAILS_MAX_BYTES",
     "DETAILS_MAX_DEPTH",
+    "EVENT_SOURCE",
     "MAX_SAFE_INTEGER",
     "AuditAction",
     "AuditLink",
@@ -99,6 +101,8 @@ __all__ = [
     "ForgetReport",
     "Health",
     "Id",
+    "MemoryEvent",
+    "MemoryEventType",
     "NeighbourTurn",
     "OperatorOverview",
     "PolicyDecision",
@@ -129,4 +133,5 @@ __all__ = [
     "TimelineRequest",
     "UtcDatetime",
     "WritesStatus",
+    "event_of",
 ]

@@ -106,6 +106,7 @@ def _run_server(
 ) -> int:
     """Serve until stopped; the first process also runs the schedules and says where it listens."""
     from episodic.entrypoints import rest
+    from episodic.entrypoints.server.events import Deliverer
     from episodic.entrypoints.server.scheduler import Scheduler
 
     rest.set_service(service)
@@ -123,6 +124,9 @@ def _run_server(
     ]
     scheduler = Scheduler(jobs if first else [])
     scheduler.start()
+    deliverer = Deliverer(service.notifications) if first and service.notifications is not None else None
+    if deliverer is not None:
+        deliverer.start()
     if first:
         _announce(server, tokens, where, workers)
     try:
@@ -132,6 +136,8 @@ def _run_server(
             print("\nstopping")
     finally:
         scheduler.stop()
+        if deliverer is not None:
+            deliverer.stop()
         server.server_close()
         rest.set_service(None)
     return 0
