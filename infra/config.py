@@ -102,6 +102,13 @@ class StageConfig(_Context):
     alarm_email: str | None = None
     summarise_schedule: str = "rate(24 hours)"
     forget_schedule: str = "cron(30 3 * * ? *)"
+    audit_checkpoint_schedule: str = "rate(1 hour)"
+    audit_heads_retention_days: int = Field(
+        default=400,
+        ge=1,
+        le=3650,
+        description="How long each audit chain checkpoint is kept unchangeable (Object Lock)",
+    )
     summarise_concurrency: int = Field(
         default=10, ge=1, description="Reserved: caps Bedrock use; at least the summarise Map's MaxConcurrency"
     )

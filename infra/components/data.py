@@ -179,12 +179,15 @@ class DataStores(Construct):
 
     def _audit(self, pitr_recovery_days: int) -> dynamodb.Table:
         """Append-only for every principal, administrators included: an explicit deny in the
-        table's own policy beats any allow in an identity policy."""
+        table's own policy beats any allow in an identity policy. Its stream (new images) feeds
+        ``Stream``, which tells each change as a memory event."""
+        audit = tables.audit_table_definition("unused")
         return _table(
             self,
             "Audit",
-            tables.audit_table_definition("unused"),
+            audit,
             **self._protected(pitr_recovery_days),
+            stream=dynamodb.StreamViewType(audit["StreamSpecification"]["StreamViewType"]),
             resource_policy=iam.PolicyDocument(
                 statements=[
                     iam.PolicyStatement(

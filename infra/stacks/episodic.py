@@ -46,6 +46,7 @@ from infra.components.functions import FunctionFactory, ServiceFunction, retenti
 from infra.components.ids import stack_level_logical_id
 from infra.components.ingestion import Ingestion
 from infra.components.monitoring import Monitoring
+from infra.components.proof import AuditProof
 from infra.components.queues import failure_queue
 from infra.components.search import SearchDomain
 from infra.components.statemachines import review_state_machine_arn
@@ -102,13 +103,16 @@ class EpisodicStack(cdk.Stack):
             authorizer=self.authorizer.function.function,
         )
         # After the API: the domain's policy admits the Api role, then the Stream role.
-        self.stream = StreamProcessing(self, "StreamProcessing", data=data, functions=factory, search=self.search)
+        self.stream = StreamProcessing(
+            self, "StreamProcessing", data=data, functions=factory, search=self.search, bus=self.ingestion.bus
+        )
+        self.proof = AuditProof(
+            self, "Proof", config=config, data=data, functions=factory, delivery_failures=self.delivery_failures
+        )
         self.functions: dict[str, ServiceFunction] = {
-            **self.api.functions,
-            **self.stream.functions,
-            **self.ingestion.functions,
-            **self.workflows.functions,
-            **self.authorizer.functions,
+            name: function
+            for part in (self.api, self.stream, self.ingestion, self.workflows, self.authorizer, self.proof)
+            for name, function in part.functions.items()
         }
         self.tenancy = TenantIsolation(self, "Tenancy", data=data)
         self.monitoring = self._monitoring()
@@ -170,6 +174,7 @@ class EpisodicStack(cdk.Stack):
     def _outputs(self) -> None:
         cdk.CfnOutput(self, "ApiUrl", value=self.api.gateway.api.url)
         cdk.CfnOutput(self, "IngestBusName", value=self.ingestion.bus.event_bus_name)
+        cdk.CfnOutput(self, "AuditHeadsBucketName", value=self.proof.bucket.bucket_name)
         cdk.CfnOutput(self, "TenantDataAccessRoleArn", value=self.tenancy.role.role_arn)
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         if self.authorizer.secret is not None:

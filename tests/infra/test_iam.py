@@ -48,13 +48,14 @@ def test_resource_star_is_allowed_only_for_actions_that_cannot_be_scoped(dev):
             assert set(_list(statement["Action"])) <= UNSCOPABLE, name
 
 
-def test_only_the_decay_sweep_may_scan_the_timeline(dev):
+def test_only_the_decay_sweep_and_the_audit_checkpoint_may_scan_the_timeline(dev):
+    """The checkpoint scans for every tenant's audit chain heads; nothing else but the sweep scans."""
     scanners = {
         name
         for name, function in dev.stack.functions.items()
         if "dynamodb:Scan" in _actions(dev.statements_of(function.role))
     }
-    assert scanners == {"Forget"}
+    assert scanners == {"Forget", "AuditCheckpoint"}
 
 
 def test_only_the_api_reads_the_audit_trail_and_the_authorizer_touches_no_data(dev):

@@ -35,6 +35,7 @@ PINNED = {
     "DataAuditE4D9F575": "AWS::DynamoDB::Table",
     "DataArchive774FA568": "AWS::S3::Bucket",
     "DataAccessLogsC0C25EE4": "AWS::S3::Bucket",
+    "ProofAuditHeads371F1613": "AWS::S3::Bucket",
     "SearchDomainAB6007CD": "AWS::OpenSearchService::Domain",
     "SearchApplicationLogsBEFD87C3": "AWS::Logs::LogGroup",
     "SearchSearchSlowLogsBB1667C5": "AWS::Logs::LogGroup",
@@ -49,6 +50,7 @@ PINNED = {
     "SummariseActorLogs4FF34DB9": "AWS::Logs::LogGroup",
     "ForgetLogs180543C2": "AWS::Logs::LogGroup",
     "AuthorizerLogsF64AA3CA": "AWS::Logs::LogGroup",
+    "AuditCheckpointLogsAB861E88": "AWS::Logs::LogGroup",
     # the API's access logs, the state machines' execution logs
     "RestAccessLogs3CF9040E": "AWS::Logs::LogGroup",
     "WorkflowsReviewLogs2773612A": "AWS::Logs::LogGroup",

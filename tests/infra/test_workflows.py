@@ -85,7 +85,9 @@ def test_the_review_machine_arn_the_functions_use_is_the_machines_own(dev, machi
 
 def test_schedules_start_summarisation_every_24_hours_and_the_decay_sweep_daily(dev):
     schedules = {
-        s["Properties"]["Target"]["Arn"]["Ref"]: s["Properties"]
+        s["Properties"]["Target"]["Arn"].get("Ref") or s["Properties"]["Target"]["Arn"]["Fn::GetAtt"][0]: s[
+            "Properties"
+        ]
         for s in dev.resources("AWS::Scheduler::Schedule").values()
     }
     summarise = schedules[dev.logical_id(dev.stack.workflows.machines["summarise"])]
@@ -95,6 +97,9 @@ def test_schedules_start_summarisation_every_24_hours_and_the_decay_sweep_daily(
     for schedule in (summarise, forget):
         assert schedule["Target"]["Input"] == "{}"
         assert schedule["Target"]["DeadLetterConfig"]["Arn"] == dev.arn(dev.stack.delivery_failures)
+    checkpoint = schedules[dev.logical_id(dev.stack.proof.function.function)]
+    assert checkpoint["ScheduleExpression"] == "rate(1 hour)"
+    assert checkpoint["Target"]["DeadLetterConfig"]["Arn"] == dev.arn(dev.stack.delivery_failures)
 
 
 def test_one_rule_per_mapped_source_matches_only_its_detail_types_into_the_ingest_queue(dev):

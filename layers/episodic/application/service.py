@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from episodic.application.ports import (
+    ChainCheckpoints,
     Clock,
     ColdArchive,
     Embedder,
@@ -109,6 +110,7 @@ class MemoryService:
         closers: Sequence[Callable[[], None]] = (),
         outbox: EventOutbox | None = None,
         events: EventSender | None = None,
+        checkpoints: ChainCheckpoints | None = None,
     ) -> MemoryService:
         """The service over one backend: ``store``'s parts serve every store port
         (:class:`~episodic.application.ports.TimelineStore`); ``compaction`` is the backend's way
@@ -129,6 +131,7 @@ class MemoryService:
             backend=backend,
             outbox=outbox,
             events=events,
+            checkpoints=checkpoints,
         )
         return cls.over(deps, list(closers))
 

@@ -93,6 +93,9 @@ class Settings(BaseModel):
         default="pseudonym", description="How a memory event names the episode's actor"
     )
     event_bus: str | None = Field(default=None, description="The EventBridge bus memory events go to (AWS)")
+    audit_heads_bucket: str | None = Field(
+        default=None, description="The S3 bucket (Object Lock) audit chain heads are checkpointed to (AWS)"
+    )
 
     @field_validator("tag_weights")
     @classmethod

@@ -17,12 +17,14 @@ from episodic.adapters.inprocess.notifier import LogReviewNotifier
 from episodic.adapters.opensearch.fallback import FallbackRecallIndex
 from episodic.adapters.opensearch.scoped import DynamoScopedIndex
 from episodic.adapters.s3.archive import S3ColdArchive
+from episodic.adapters.s3.checkpoints import S3Checkpoints
 from episodic.adapters.stepfunctions.review_workflow import StepFunctionsReviewWorkflow
 from episodic.application.ports import (
     Clock,
     ColdArchive,
     Embedder,
     EpisodeStore,
+    EventSender,
     RecallIndex,
     RecallProjection,
     ReviewNotifier,
@@ -33,6 +35,7 @@ from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
 from episodic.application.usecases.expiry import Expiry
 from episodic.bootstrap import embedders
+from episodic.domain.model.events import ActorShown
 
 if TYPE_CHECKING:
     from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
@@ -75,6 +78,7 @@ def build_aws_service(
         settings=settings,
         clock=clock,
         backend="aws-dynamodb" + ("+opensearch" if index is not None else ""),
+        checkpoints=S3Checkpoints(s3, settings.audit_heads_bucket) if settings.audit_heads_bucket else None,
     )
 
 
@@ -181,14 +185,29 @@ def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcesso
     archive = S3ColdArchive(
         boto3.client("s3", region_name=settings.aws_region), settings.archive_bucket, settings.archive_kms_key_id
     )
-    return stream_processor(store.episodes, archive, opensearch_index(settings, ensure=True))
+    events = None
+    if settings.event_bus:
+        from episodic.adapters.eventbridge.sender import EventBridgeSender
+
+        events = EventBridgeSender(boto3.client("events", region_name=settings.aws_region), settings.event_bus)
+    return stream_processor(
+        store.episodes, archive, opensearch_index(settings, ensure=True), events=events, shown=settings.event_actor
+    )
 
 
 def stream_processor(
-    store: EpisodeStore, archive: ColdArchive, projection: RecallProjection | None = None
+    store: EpisodeStore,
+    archive: ColdArchive,
+    projection: RecallProjection | None = None,
+    events: EventSender | None = None,
+    shown: ActorShown = "pseudonym",
 ) -> TimelineStreamProcessor:
-    """The stream processor over a timeline store and an archive (tests pass moto's)."""
-    from episodic.adapters.dynamodb.images import StreamImages
+    """The stream processor over a timeline store and an archive (tests pass moto's), telling
+    the audit stream's memory events to ``events`` when given."""
+    from episodic.adapters.dynamodb.images import AuditImages, StreamImages
     from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
 
-    return TimelineStreamProcessor(images=StreamImages(), expiry=Expiry(store, archive), projection=projection)
+    return TimelineStreamProcessor(
+        images=StreamImages(), expiry=Expiry(store, archive), projection=projection,
+        audit_images=AuditImages(), events=events, shown=shown,
+    )  # fmt: skip

@@ -160,9 +160,9 @@ class _Poller:
 
 
 class StreamPoller(_Poller):
-    """The timeline's DynamoDB Stream fed to the stream function's body in batches, from the
-    stream's beginning (a record reported as failed is logged; Lambda would retry it, this
-    poller moves on)."""
+    """A table's DynamoDB Stream (the timeline's, the audit table's) fed to the stream function's
+    body in batches, from the stream's beginning (a record reported as failed is logged; Lambda
+    would retry it, this poller moves on)."""
 
     name = "episodic-stream-poller"
 
@@ -307,6 +307,8 @@ class Laptop:
 
     service: MemoryService
     stream: StreamPoller
+    audit: StreamPoller
+    """The audit table's stream, told as memory events when ``EPISODIC_EVENT_BUS`` names a bus."""
     queue: QueuePoller | None
     endpoint: str
 
@@ -328,15 +330,18 @@ def aws_on_laptop(settings: Settings, port: int = 0) -> Iterator[Laptop]:
         aws = aws.model_copy(update={"review_state_machine_arn": provision_workflows(aws)})
         service = service_from_settings(aws)
         processor = stream_processor_from_settings(aws)
-        laptop = Laptop(
-            service, StreamPoller(aws.timeline_table, lambda e: process_batch(e, processor)), None, endpoint
-        )
+
+        def handle(event: dict[str, Any]) -> Any:
+            return process_batch(event, processor)
+
+        laptop = Laptop(service, StreamPoller(aws.timeline_table, handle), StreamPoller(aws.audit_table, handle),
+                        None, endpoint)  # fmt: skip
         if aws.ingest_mapping is not None:
             mapping = load_mapping(aws.ingest_mapping)
             ingestor = EventIngestor(mapping, service)
             queue_url = provision_ingestion(mapping)
             laptop.queue = QueuePoller(queue_url, lambda e: process_queue_batch(e, lambda: ingestor))
-        pollers = [p for p in (laptop.stream, laptop.queue) if p is not None]
+        pollers = [p for p in (laptop.stream, laptop.audit, laptop.queue) if p is not None]
         for poller in pollers:
             poller.start()
         try:

@@ -1,5 +1,6 @@
-"""Timeline items as DynamoDB Streams deliver them (``NEW_AND_OLD_IMAGES``, already turned into
-Python values by Powertools): which are episodes, and the episode, vector and embedder each holds.
+"""Items as DynamoDB Streams deliver them (already turned into Python values by Powertools): which
+timeline items are episodes, and the episode, vector and embedder each holds; which audit items
+are audit records, and the record.
 
 The stream processor asks this reader instead of knowing the table's item layout itself."""
 
@@ -11,7 +12,7 @@ from typing import Any
 from episodic.adapters.codec import plain_numbers, unpack_vector
 from episodic.adapters.dynamodb.tables import EPISODE_SK
 from episodic.application.ports import StoredEpisode
-from episodic.domain.model import Episode
+from episodic.domain.model import AuditRecord, Episode
 
 
 class ImageError(ValueError):
@@ -32,6 +33,19 @@ class StreamImages:
         raw = _vector_bytes(image)
         vector = None if raw is None else unpack_vector(raw).tolist()
         return StoredEpisode(episode=episode, vector=vector, embedder=image.get("embedder"))
+
+
+class AuditImages:
+    """Reads audit records out of the audit table's stream images (``NEW_IMAGE``)."""
+
+    def read(self, image: dict[str, Any] | None) -> AuditRecord | None:
+        """The audit record an audit item holds; None for any other item (a timeline item)."""
+        if not image or "rec" not in image or "chain" not in image:
+            return None
+        try:
+            return AuditRecord.model_validate_json(image["rec"])
+        except ValueError as exc:
+            raise ImageError(f"audit image does not parse: {type(exc).__name__}") from exc
 
 
 def _vector_bytes(image: dict[str, Any]) -> bytes | None:

@@ -297,6 +297,8 @@ def audit_table_definition(name: str) -> dict[str, Any]:
                 "Projection": {"ProjectionType": "ALL"},
             }
         ],
+        # Every new record is a change to tell (memory events): the stream is the outbox.
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     }
 
 

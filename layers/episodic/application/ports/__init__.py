@@ -16,6 +16,7 @@ from episodic.application.ports.events import DeliveryError, EventOutbox, EventS
 from episodic.application.ports.governance import (
     AuditLog,
     AuditQuery,
+    ChainCheckpoints,
     ReviewChange,
     ReviewNotifier,
     ReviewQueue,
@@ -42,6 +43,7 @@ from episodic.application.ports.store import (
 __all__ = [
     "AuditLog",
     "AuditQuery",
+    "ChainCheckpoints",
     "Changes",
     "Clock",
     "ColdArchive",

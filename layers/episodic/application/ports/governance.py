@@ -3,7 +3,7 @@ append-only audit log, per-tenant switches and the review workflow's task tokens
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -67,6 +67,19 @@ class AuditLog(Protocol):
 
     def audited_tenants(self) -> list[str]:
         """Every tenant with at least one audit record (for a verification of the whole store)."""
+        ...
+
+
+class ChainCheckpoints(Protocol):
+    """Audit chain heads kept where the service's own roles cannot rewrite them (the AWS
+    deployment: an S3 bucket under Object Lock), to verify the chains against."""
+
+    def put(self, heads: Mapping[str, Mapping[int, Head]], at: datetime) -> str:
+        """Keep every tenant's chain heads as they are at ``at``; where they were kept."""
+        ...
+
+    def latest(self, tenant_id: str) -> dict[int, Head]:
+        """The tenant's heads as the newest checkpoint holds them (none kept yet: empty)."""
         ...
 
 

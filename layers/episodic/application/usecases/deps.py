@@ -18,6 +18,7 @@ from ulid import ULID
 
 from episodic.application.ports import (
     AuditLog,
+    ChainCheckpoints,
     Clock,
     ColdArchive,
     Embedder,
@@ -89,6 +90,7 @@ class Deps:
     ranker: Ranker
     backend: str = "custom"
     compaction: ErasureCompaction | None = None
+    checkpoints: ChainCheckpoints | None = None
     outbox: EventOutbox | None = None
     events: EventSender | None = None
     ids: MonotonicIds = field(default_factory=MonotonicIds)

@@ -43,9 +43,11 @@ class Proof:
 
     def verify_tenant(self, tenant_id: str, checkpoints: Mapping[int, Head] | None = None) -> AuditVerification:
         """Every chain of ``tenant_id`` checked against ``checkpoints`` where given, else against
-        the heads the store keeps."""
+        the newest kept checkpoint (where the deployment keeps them), else against the heads the
+        store keeps."""
         log = self.deps.audit_log
-        heads = dict(log.chain_heads(tenant_id)) | dict(checkpoints or {})
+        kept = self.deps.checkpoints.latest(tenant_id) if checkpoints is None and self.deps.checkpoints else {}
+        heads = dict(log.chain_heads(tenant_id)) | kept | dict(checkpoints or {})
         counted = _Counter()
         first_break = None
         for shard in range(log.chains):
@@ -63,6 +65,15 @@ class Proof:
             heads=[ChainHeadView(shard=s, seq=h.seq, digest=h.digest) for s, h in sorted(heads.items())],
             first_break=first_break,
         )
+
+    def checkpoint(self) -> str | None:
+        """Keep every tenant's chain heads as they are now (the deployment's schedule calls it);
+        where they were kept, or None when this deployment keeps no checkpoints."""
+        if self.deps.checkpoints is None:
+            return None
+        log = self.deps.audit_log
+        heads = {tenant: log.chain_heads(tenant) for tenant in log.audited_tenants()}
+        return self.deps.checkpoints.put(heads, self.deps.clock.now())
 
     def last_verification(self, caller: Caller) -> AuditRecord | None:
         """The tenant's latest ``audit.verified`` record (operators only)."""

@@ -1,4 +1,6 @@
-"""``episodic audit verify`` and ``episodic audit heads``: the audit chains of a data dir.
+"""``episodic audit verify`` and ``episodic audit heads``: the audit chains of a data dir, or
+(``--backend aws``) of a deployment's tables, checked there against the newest checkpoint in its
+Object Lock bucket too.
 
 ``verify`` reads every chain of every tenant (or of ``--tenant``) and exits 0 when all verify,
 1 naming the first record altered, removed, inserted or reordered. It only reads: verifying a
@@ -13,12 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from episodic.application.service import MemoryService
 from episodic.domain.chain import Head
 from episodic.domain.model import AuditVerification
 
 
 def verify(args: argparse.Namespace) -> int:
-    from episodic.entrypoints.cli.main import local_service
     from episodic.entrypoints.cli.output import table
 
     try:
@@ -26,7 +28,7 @@ def verify(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"episodic audit verify: {exc}", file=sys.stderr)
         return 2
-    with local_service(args) as service:
+    with _service(args) as service:
         tenants = [args.tenant] if args.tenant else service.deps.audit_log.audited_tenants()
         results = [service.proof.verify_tenant(t, checkpoints.get(t)) for t in tenants]
     rows = [(r.tenant_id, r.records, "verified" if r.verified else "BROKEN", _where(r)) for r in results]
@@ -38,15 +40,27 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def heads(args: argparse.Namespace) -> int:
-    from episodic.entrypoints.cli.main import local_service
-
-    with local_service(args) as service:
+    with _service(args) as service:
         log = service.deps.audit_log
         tenants = [args.tenant] if args.tenant else log.audited_tenants()
         for tenant in tenants:
             for shard, head in sorted(log.chain_heads(tenant).items()):
                 print(f"{tenant}:{shard}:{head.seq}:{head.digest}")
     return 0
+
+
+def _service(args: argparse.Namespace) -> MemoryService:
+    """The local data dir's service, or (``--backend aws``) the deployment's, from ``EPISODIC_*``
+    settings as its functions read them: the tables, and the checkpoint bucket verification
+    checks the chains against."""
+    if getattr(args, "backend", "local") != "aws":
+        from episodic.entrypoints.cli.main import local_service
+
+        return local_service(args)
+    from episodic.application.settings import Settings
+    from episodic.bootstrap.aws import service_from_settings
+
+    return service_from_settings(Settings.from_env().model_copy(update={"backend": "aws"}))
 
 
 def _where(result: AuditVerification) -> str:

@@ -126,6 +126,10 @@ def _audit(audit: argparse.ArgumentParser, handlers: Mapping[str, Handler]) -> N
     for one, name in ((verify, "audit verify"), (heads, "audit heads")):
         one.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
         one.add_argument("--tenant", default=None, help="one tenant (unset: every tenant with an audit record)")
+        one.add_argument(
+            "--backend", choices=("local", "aws"), default="local",
+            help="a local data dir, or the deployment named by EPISODIC_* settings (its tables and checkpoints)",
+        )  # fmt: skip
         if name in handlers:
             one.set_defaults(func=handlers[name])
     verify.add_argument(

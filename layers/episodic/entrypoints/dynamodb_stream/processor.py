@@ -1,6 +1,7 @@
-"""What happens after a timeline item changes: DynamoDB Streams (NEW_AND_OLD_IMAGES).
+"""What happens after a timeline item or an audit record is written: DynamoDB Streams.
 
-The timeline is the source of truth; everything here follows from its changes:
+The timeline is the source of truth; everything here follows from its changes
+(NEW_AND_OLD_IMAGES):
 
 * INSERT/MODIFY of an episode -> the recall projection (OpenSearch, when configured)
   upserts it, so recall sees status changes, corrections and approvals;
@@ -12,8 +13,13 @@ The timeline is the source of truth; everything here follows from its changes:
 * REMOVE by anyone else (erasure, a denied review) -> the projection drops it; the use case
   that deleted it has already written its own audit record and cleaned the archive.
 
-The table's item layout is the DynamoDB adapter's: a :class:`TimelineImages` reader, given by
-the composition root, says which images are episodes.
+The audit table's stream (NEW_IMAGE) comes to the same function: every new audit record that
+is a memory event (:func:`~episodic.domain.model.event_of`) is told to the configured sender
+(EventBridge); the audit table is the outbox, and a record whose event could not be told is
+reported as failed and delivered again, with the same event id.
+
+The tables' item layouts are the DynamoDB adapter's: readers given by the composition root say
+which images are episodes and which are audit records.
 
 Processing is idempotent, because streams deliver at least once: the archive key is fixed
 by the episode, and the expiry audit record's id is derived from the stream record's id, so
@@ -32,9 +38,10 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from ulid import ULID
 
-from episodic.application.ports import RecallProjection, StoredEpisode
+from episodic.application.ports import EventSender, RecallProjection, StoredEpisode
 from episodic.application.usecases.expiry import Expiry, ExpiryOutcome
-from episodic.domain.model import Episode, SystemActor
+from episodic.domain.model import AuditRecord, Episode, SystemActor, event_of
+from episodic.domain.model.events import ActorShown
 from episodic.logs import service_logger
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -58,11 +65,29 @@ def is_ttl_removal(record: DynamoDBRecord) -> bool:
     return identity.get("type") == "Service" and identity.get("principalId") == TTL_PRINCIPAL
 
 
+class AuditImages(Protocol):
+    """Reads a stream image: the audit record it holds, or None for another item. Raises
+    ``ValueError`` for an audit item that does not parse."""
+
+    def read(self, image: dict[str, Any] | None) -> AuditRecord | None: ...
+
+
 class TimelineStreamProcessor:
-    def __init__(self, *, images: TimelineImages, expiry: Expiry, projection: RecallProjection | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        images: TimelineImages,
+        expiry: Expiry,
+        projection: RecallProjection | None = None,
+        audit_images: AuditImages | None = None,
+        events: EventSender | None = None,
+        shown: ActorShown = "pseudonym",
+    ) -> None:
+        """``audit_images`` and ``events``: tell the audit stream's memory events to ``events``."""
         self.images = images
         self.expiry = expiry
         self.projection = projection
+        self.audit_images, self.events, self.shown = audit_images, events, shown
 
     def _read(self, image: dict[str, Any] | None) -> StoredEpisode | None:
         try:
@@ -76,6 +101,10 @@ class TimelineStreamProcessor:
         if stream is None:
             raise PoisonRecordError("record has no dynamodb section")
         name = record.event_name.name if record.event_name else ""
+        if name == "INSERT" and self.audit_images is not None:
+            audit = self._audit(stream.new_image)
+            if audit is not None:
+                return self._tell(audit)
         if name in ("INSERT", "MODIFY"):
             stored = self._read(stream.new_image)
             if stored is None:
@@ -94,6 +123,21 @@ class TimelineStreamProcessor:
                 return self._record_expiry(record, episode)
             return "unindexed"
         raise PoisonRecordError(f"unknown stream event {name!r}")
+
+    def _audit(self, image: dict[str, Any] | None) -> AuditRecord | None:
+        assert self.audit_images is not None
+        try:
+            return self.audit_images.read(image)
+        except ValueError as exc:
+            raise PoisonRecordError(str(exc)) from exc
+
+    def _tell(self, record: AuditRecord) -> str:
+        """The memory event of a new audit record, to the sender (a failure raises: retried)."""
+        event = event_of(record, None, self.shown)
+        if event is None or self.events is None:
+            return "audited"
+        self.events.send([event])
+        return f"told {event.type.value}"
 
     def _record_expiry(self, record: DynamoDBRecord, episode: Episode) -> str:
         assert record.dynamodb is not None
