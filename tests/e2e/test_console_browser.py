@@ -178,6 +178,12 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     assert ids["doomed"] in erased.text_content()
     assert page.query_selector("#audit tr[data-action='review.approved']") is not None
 
+    # The audit chains: never verified from here yet; verified now, and the last verification shown.
+    page.wait_for_selector("#verification-text:has-text('not been verified')")
+    page.click("#verify")
+    page.wait_for_selector("#verification-text:has-text('every link intact')")
+    assert "Audit chains verified" in page.text_content("#status")
+
     # The kill-switch: off (with a reason), seen by an agent, then on again.
     page.click("#writes-toggle")
     page.fill("#confirm-reason", "incident 42")
