@@ -1,11 +1,12 @@
 """BM25 candidates on the real SQLite store: FTS5 hands matches over best first, none sorted again."""
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.application.ports import Changes, NewEpisode, Scope
-from episodic.domain.model import Episode
+from episodic.domain.model import Episode, PrivacyClass
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 BM25 = "bm25(episodes_search, 0.0, 1.0)"
@@ -131,4 +132,45 @@ def test_given_a_word_that_is_some_tenants_token_then_it_is_matched_in_texts_onl
     with store.database.reading() as conn:
         got = store.recall._candidates(conn, Scope(tenant_id="acme", now=NOW), tenant_token("acme"), None, 50, None)
     assert got.items == []
+    store.close()
+
+
+def _vm_steps(conn, run) -> int:
+    """SQLite virtual-machine steps ``run`` took (counted every 100): a machine-independent measure of work."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(count, 100)
+    try:
+        run()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return steps[0]
+
+
+def test_given_a_time_window_then_the_search_still_starts_from_the_matches_and_costs_no_more(tmp_path):
+    """A window must not let the planner start from the episodes' time index and rank the matches
+    one episode at a time (hundreds of times the work of the same search without the window)."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(episode(n, f"a{n % 3}"), None) for n in range(600)]))
+    shared = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL)  # what a recall that names no actor may see
+    whole = Scope(tenant_id="acme", now=NOW, privacy_classes=shared)
+    window = replace(whole, occurred_after=datetime(2026, 11, 1, tzinfo=UTC), occurred_before=NOW.replace(day=21))
+    query = "alert gateway rollback invoice"
+    with store.database.reading() as conn:
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        windowed = store.recall._candidates(conn, window, query, None, 200, None).items
+        conn.set_trace_callback(None)
+        (fts,) = [s for s in statements if "MATCH" in s and "ORDER BY" in s]
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {fts}")]
+        with_window = _vm_steps(conn, lambda: store.recall._candidates(conn, window, query, None, 200, None))
+        without = _vm_steps(conn, lambda: store.recall._candidates(conn, whole, query, None, 200, None))
+        unwindowed = store.recall._candidates(conn, whole, query, None, 200, None).items
+    assert plan[0].startswith("SCAN episodes_search") and "episodes_by_time" not in " ".join(plan)
+    assert {c.event_id: c.lexical for c in windowed} == {c.event_id: c.lexical for c in unwindowed}  # all in the window
+    assert with_window <= 1.5 * without + 10
     store.close()

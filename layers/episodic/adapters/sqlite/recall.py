@@ -139,11 +139,17 @@ def _lexical(
     only until ``pool_size`` pass, with no sort of its own; ordered by the ``bm25()`` function it
     joined every match and sorted them all in a temporary B-tree (~20% slower over 2,000
     matches, more the more a query matches). The rank is :data:`~.fts_match.RANK`, the text's
-    BM25, whether or not ``match`` is limited to the tenant's rows."""
+    BM25, whether or not ``match`` is limited to the tenant's rows.
+
+    ``CROSS JOIN`` keeps the full-text table the outer loop whatever the scope says. With a plain
+    join, a scope with a time window let SQLite's planner start from the episodes' time index and
+    run the full-text match once per episode in the window, each ranked on its own: a window of
+    2,000 tickets took 0.4-1.4 s instead of ~2 ms. Matched first, a search costs at most what
+    the same query without a window costs."""
     if not match:
         return {}
     rows = conn.execute(
-        f"SELECT e.event_id, -episodes_search.rank FROM episodes_search JOIN episodes e "
+        f"SELECT e.event_id, -episodes_search.rank FROM episodes_search CROSS JOIN episodes e "
         f"ON e.rowid = episodes_search.rowid WHERE episodes_search MATCH ? AND episodes_search.rank MATCH ? "
         f"AND {where} ORDER BY episodes_search.rank LIMIT ?",
         (match, RANK, *params, pool_size),
