@@ -2,8 +2,9 @@
 
 The server runs as its own process (as users run it), with the real model, on a fresh data
 dir seeded with ``--seed`` episodes per tenant. Then ``--clients`` threads in this process
-send requests for ``--seconds``: 30% writes, 70% recalls with distinct queries, spread over
-two tenants. Reported: requests per second, p50/p99 by kind, errors, and whether every
+send requests for ``--seconds``: 30% writes, 70% recalls with distinct queries (half of them
+for one actor), spread over two tenants; the server runs with its defaults unless ``--workers``
+says otherwise. Reported: requests per second, p50/p99 by kind, errors, and whether every
 acknowledged write can be read back afterwards (lost writes).
 
 ``--profile`` samples the server with py-spy while the load runs and prints where its time
@@ -109,11 +110,13 @@ def _episode(tenant: str, n: int, salt: str) -> dict[str, Any]:
     }
 
 
-def _start_server(data_dir: Path, port: int, workers: int = 1) -> subprocess.Popen[bytes]:
+def _start_server(data_dir: Path, port: int, workers: int | None = None) -> subprocess.Popen[bytes]:
+    """``episodic serve`` on ``data_dir``: its defaults, or ``--workers`` when given."""
     env = {**os.environ, "EPISODIC_TOKENS": ",".join(f"{t}={tenant}:agent" for tenant, t in TOKENS.items())}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    command = [sys.executable, "-m", "episodic", "serve", "--port", str(port), "--data-dir", str(data_dir),
-               "--workers", str(workers)]  # fmt: skip
+    command = [sys.executable, "-m", "episodic", "serve", "--port", str(port), "--data-dir", str(data_dir)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
     log = data_dir.parent / "server.log"  # the server's own account, for when it does not start
     with log.open("wb") as sink:
         server = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
@@ -156,7 +159,10 @@ def _client_loop(base: str, worker: int, stop: threading.Event, out: dict[str, A
                         out["acknowledged"].append((tenant, response.json()["eventId"]))
                 else:
                     query = f"{' '.join(rng.sample(WORDS, 2))} alert {rng.randint(0, 96)} seconds"
-                    response = client.post("/v1/recall", json={"query": query, "limit": 10})
+                    asked: dict[str, Any] = {"query": query, "limit": 10}
+                    if rng.random() < 0.5:  # half the recalls for one actor's memories
+                        asked["actorId"] = f"{tenant}-actor-{rng.randrange(25)}"
+                    response = client.post("/v1/recall", json=asked)
                     ok = response.status_code == 200
             except httpx.HTTPError:
                 ok = False
@@ -226,7 +232,8 @@ def quantile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) > 2 else (max(values) if values else 0.0)
 
 
-def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1) -> dict[str, Any]:
+def run(clients: int, seconds: float, seed: int, profile: bool, workers: int | None = None) -> dict[str, Any]:
+    """The load against a fresh server (``workers``: ``--workers``; None: the server's default)."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="episodic-load-") as tmp:
@@ -267,7 +274,7 @@ def run(clients: int, seconds: float, seed: int, profile: bool, workers: int = 1
     cpu = _cpu_bound(server_cpu_before, server_cpu_after, generator_cpu, wall, len(everything))
     return {
         "clients": clients,
-        "workers": workers,
+        "workers": workers or "default",
         "seconds": round(wall, 1),
         "requests": len(everything),
         "per_second": round(len(everything) / wall, 1),
@@ -310,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1000, help="episodes per tenant before the load")
     parser.add_argument("--profile", action="store_true", help="sample the server with py-spy (if installed)")
-    parser.add_argument("--workers", type=int, default=1, help="episodic serve --workers")
+    parser.add_argument("--workers", type=int, default=None, help="episodic serve --workers (unset: its default)")
     args = parser.parse_args(argv)
     print(json.dumps(run(args.clients, args.seconds, args.seed, args.profile, args.workers), indent=2))
     return 0

@@ -395,7 +395,7 @@ def _cpu_lines(load: dict[str, Any], load2: dict[str, Any], model_ceiling: float
         f"| {name} | {run['server_cpu_ms_per_request']:.1f} ms | {run['cpu_ceiling_per_s']:.0f} | "
         f"{run['per_second'] / run['cpu_ceiling_per_s']:.2f} | {run['server_cores_busy']:.2f} "
         f"| {run['generator_cores_busy']:.2f} |"
-        for name, run in (("one process", load), ("`--workers 2`", load2))
+        for name, run in (("`--workers 1` (profiled)", load), (DEFAULTS, load2))
         if "cpu_ceiling_per_s" in run
     ]
     return [
@@ -410,6 +410,8 @@ def _cpu_lines(load: dict[str, Any], load2: dict[str, Any], model_ceiling: float
         model,
     ]
 
+
+DEFAULTS = "`episodic serve`'s defaults (a worker per core)"
 
 BASELINE = ROOT / "benchmarks" / "baselines" / "conversations-74b60d6.json"
 """The conversation benchmark as measured on commit 74b60d6 (policy 2026-12-01.1, the ranking
@@ -491,9 +493,9 @@ def main(argv: list[str] | None = None) -> int:
         bar.describe(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
         from benchmarks.mixed_load import run as mixed_load
 
-        load = mixed_load(args.load_clients, args.load_seconds, seed=args.load_seed, profile=True)
-        bar.describe(f"mixed load, episodic serve --workers 2 ({args.load_clients} clients)")
-        load2 = mixed_load(args.load_clients, args.load_seconds, seed=args.load_seed, profile=False, workers=2)
+        load = mixed_load(args.load_clients, args.load_seconds, seed=args.load_seed, profile=True, workers=1)
+        bar.describe(f"mixed load, episodic serve with its defaults ({args.load_clients} clients)")
+        load2 = mixed_load(args.load_clients, args.load_seconds, seed=args.load_seed, profile=False)
         bar.advance()
         bar.describe("conversation memory (test split)")
         from benchmarks.conversations import measure
@@ -614,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         *[
             f"| {name} | {run['per_second']} | {run['p50_ms']} ms | {run['p99_ms']} ms | {run['write_p50_ms']} ms "
             f"| {run['recall_p50_ms']} ms | {run['errors']} | {run['lost_writes']} of {run['acknowledged_writes']} |"
-            for name, run in (("one process", load), ("`--workers 2`", load2))
+            for name, run in (("`--workers 1` (profiled)", load), (DEFAULTS, load2))
         ],
         "",
         *_cpu_lines(load, load2, ceiling),

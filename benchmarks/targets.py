@@ -77,7 +77,7 @@ def section(
          f"({latency['recall_only_p50_ms'] / torch_ms:.2f}x)", "≤ 2x",
          _bound(recall_ratio <= 2, _recall_bound(latency))),
         ("mixed load, 16 clients, 30% writes", "42 req/s, p50 321 ms, p99 956 ms",
-         f"{load['per_second']} req/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms (`--workers 2`), "
+         f"{load['per_second']} req/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms (`episodic serve`'s defaults), "
          f"{load['errors']} errors, {load['lost_writes']} of {load['acknowledged_writes']} writes lost",
          "≥ 150 req/s, p99 ≤ 250 ms", _bound(load["per_second"] >= 150 and load["p99_ms"] <= 250, _load_bound(load))),
         ("write path without embedding", "1,447/s",

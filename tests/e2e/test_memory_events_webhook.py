@@ -80,10 +80,10 @@ def receiver():
         one.close()
 
 
-def serve(tmp_path, url: str):
+def serve(tmp_path, url: str, *options: str):
     port = free_port()
     settings = {"EPISODIC_EVENT_WEBHOOK": url, "EPISODIC_EVENT_WEBHOOK_SECRET": SECRET}
-    server = start_serve(port, tmp_path / "data", tokens=TOKENS, settings=settings)
+    server = start_serve(port, tmp_path / "data", *options, tokens=TOKENS, settings=settings)
     base = f"http://127.0.0.1:{port}"
     wait_healthy(server, base)
     return server, base
@@ -152,7 +152,7 @@ def test_given_a_receiver_that_fails_for_a_while_when_it_is_back_then_everything
 
 def test_given_the_server_killed_mid_delivery_when_restarted_then_no_event_is_lost(tmp_path, receiver):
     hook = receiver(delay=0.4)
-    server, base = serve(tmp_path, hook.url)
+    server, base = serve(tmp_path, hook.url, "--workers", "1")  # the process SIGKILL ends is the one delivering
     scenario(base)
     hook.wait_for(2)
     server.send_signal(signal.SIGKILL)

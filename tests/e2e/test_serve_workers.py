@@ -1,6 +1,7 @@
-"""``episodic serve --workers 2``: two processes over one data dir answer
-concurrent writers without losing or duplicating a write, both see every write, and no worker
-outlives the first process, even one killed with SIGKILL."""
+"""``episodic serve`` with several workers (``--workers 2``, and by default one per core): the
+processes over one data dir answer concurrent writers without losing or duplicating a write, all
+see every write, a worker that dies is replaced, and no worker outlives the supervisor, even one
+killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_given_two_workers_when_agents_write_at_once_then_every_write_lands_once
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(server, base)
-        [worker] = children_of(server.pid)
+        workers = children_of(server.pid)
+        assert len(workers) == 2
 
         def write(n: int) -> str:
             with Client(base, AGENT) as agent:
@@ -67,9 +69,9 @@ def test_given_two_workers_when_agents_write_at_once_then_every_write_lands_once
         server.send_signal(signal.SIGKILL)
         server.wait(timeout=30)
     deadline = time.monotonic() + 20
-    while alive(worker) and time.monotonic() < deadline:
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not alive(worker), "a worker outlived the server"
+    assert not any(alive(w) for w in workers), "a worker outlived the server"
 
 
 def test_given_workers_with_the_aws_local_backend_when_served_then_it_is_refused(tmp_path):
@@ -90,7 +92,7 @@ def test_given_two_workers_when_the_server_gets_sigterm_then_every_process_close
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(server, base)
-        [worker] = children_of(server.pid)
+        workers = children_of(server.pid)
         with Client(base, AGENT) as agent:
             for n in range(6):  # with two processes, both are likely to have answered one
                 agent.remember(
@@ -105,7 +107,7 @@ def test_given_two_workers_when_the_server_gets_sigterm_then_every_process_close
         if server.poll() is None:
             server.kill()
             server.wait(timeout=30)
-    assert not alive(worker), "the worker outlived the server"
+    assert not any(alive(w) for w in workers), "a worker outlived the server"
     assert not (data / "episodic.db-wal").exists(), "a process ended without closing its store"
 
 
@@ -132,3 +134,50 @@ def test_given_a_schema_one_data_dir_when_served_by_two_workers_then_it_is_upgra
         _, log = server.communicate(timeout=60)
     assert found == [30] * 8
     assert log.count("upgrading the full-text index of 60 episodes") == 1, log
+
+
+def test_given_no_workers_option_when_served_then_there_is_a_worker_per_core(tmp_path):
+    from episodic.entrypoints.server.workers import default_workers
+
+    expected = min(len(os.sched_getaffinity(0)), 8)
+    assert default_workers("local") == expected and default_workers("aws-local") == 1
+    port = free_port()
+    server = start_serve(port, tmp_path / "d", tokens=f"{AGENT}=acme:agent")
+    try:
+        wait_healthy(server, f"http://127.0.0.1:{port}")
+        assert len(children_of(server.pid)) == (expected if expected > 1 else 0)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+
+
+def test_given_a_worker_killed_when_serving_then_another_takes_its_place_and_writes_go_on(tmp_path):
+    port = free_port()
+    server = start_serve(port, tmp_path / "d", "--workers", "2", tokens=f"{AGENT}=acme:agent", stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(server, base)
+        first, second = children_of(server.pid)
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (first in children_of(server.pid) or len(children_of(server.pid)) < 2):
+            time.sleep(0.2)
+        replaced = children_of(server.pid)
+        assert len(replaced) == 2 and first not in replaced and second in replaced
+        with ThreadPoolExecutor(4) as pool:
+
+            def write(n: int) -> int:
+                with Client(base, AGENT) as agent:
+                    agent.remember(
+                        {"eventType": "task_milestone", "actorId": "sam", "occurredAt": "2026-11-20T18:00:00Z",
+                         "summary": f"Sam shipped release {n} of the billing service", "sourceRefs": [f"rel:{n}"],
+                         "sourceTrust": "tool_result"}
+                    )  # fmt: skip
+                    return n
+
+            assert sorted(pool.map(write, range(12))) == list(range(12))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, log = server.communicate(timeout=60)
+    assert server.returncode == 0
+    assert "ended (signal SIGKILL); starting another" in log

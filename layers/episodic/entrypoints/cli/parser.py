@@ -72,7 +72,10 @@ def _serve(serve: argparse.ArgumentParser) -> None:
         help="local: SQLite; aws-local: the AWS backend over moto's server on loopback (in memory)",
     )
     serve.add_argument(
-        "--workers", type=int, default=1, help="server processes over the one data dir (Linux; local backend)"
+        "--workers",
+        type=int,
+        default=None,
+        help="server processes over the one data dir (Linux, local backend); unset: one per core, at most 8",
     )
 
 

@@ -36,14 +36,19 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"episodic: {exc}", file=sys.stderr)
         return 2
-    if args.workers > 1 and args.backend != "local":
+    from episodic.entrypoints.server.workers import default_workers, supervise
+
+    workers = default_workers(args.backend) if args.workers is None else args.workers
+    if workers > 1 and args.backend != "local":
         print(
             "episodic: --workers above 1 needs the local backend (moto keeps aws-local in one process)", file=sys.stderr
         )
         return 2
+    if workers < 1:
+        print("episodic: --workers must be at least 1", file=sys.stderr)
+        return 2
     from episodic.entrypoints import rest
     from episodic.entrypoints.server.http import create_server
-    from episodic.entrypoints.server.workers import fork_workers, stop_workers
 
     host, port = args.host or settings.host, settings.port if args.port is None else args.port
     try:
@@ -51,20 +56,21 @@ def serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"episodic: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 2
-    if args.workers > 1:  # each process's model gets its share of the cores, not all of them each
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.workers)))
-    _stop_on_sigterm()  # before the fork: the worker processes inherit it
+    if workers > 1:  # each process's model gets its share of the cores, not all of them each
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
     if args.backend == "local":
         from episodic.bootstrap.local import prepare_data_dir
 
         prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
-    first, children = fork_workers(args.workers)  # before any thread starts or the model loads
-    try:
+
+    def one_process(index: int) -> int:
+        _stop_on_sigterm()
         with _backend(args.backend, settings) as (service, where):
-            return _run_server(server, settings, tokens, service, where, first, args.workers)
-    finally:
-        if first:
-            stop_workers(children)
+            return _run_server(server, settings, tokens, service, where, index == 0, workers)
+
+    if workers == 1:
+        return one_process(0)
+    return supervise(workers, one_process)  # forked before any thread starts or the model loads
 
 
 def _stop_on_sigterm() -> None:

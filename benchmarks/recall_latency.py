@@ -1,0 +1,154 @@
+"""Recall against the model, query by query, over HTTP, on two corpora, against ``episodic serve``
+run as users run it (its own process, the defaults of ``make run``).
+
+* **tickets**: 2,000 short support tickets over 50 actors (:mod:`benchmarks.tickets`), written
+  through ``POST /v1/episodes/batch``; distinct questions about them.
+* **conversation**: one long multi-session conversation tenant (four conversations of the
+  benchmark's test split, ~600 turns, as sessions of one tenant), written through the batch
+  route; their questions.
+
+For every question the client first embeds a similar question itself with the same model on
+ONNX Runtime on one thread (the bound the recall is compared with), then sends the recall; both
+share the machine's state at that moment. Reported per corpus: the model's p50, the recall's
+p50 and p95, their ratio, and the share of recalls that widened (a second round).
+
+    .venv/bin/python benchmarks/recall_latency.py [--questions 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "bench-latency-agent-0001"
+CONVERSATIONS = ("cv07", "cv08", "cv09", "cv10")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def served(data_dir: Path, workers: int | None = None) -> Iterator[httpx.Client]:
+    """``episodic serve`` on a fresh data dir (its defaults, or ``--workers``), and a keep-alive client."""
+    port = _free_port()
+    env = {**os.environ, "EPISODIC_TOKENS": f"{TOKEN}=acme:agent", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "episodic", "serve", "--port", str(port), "--data-dir", str(data_dir)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    log = data_dir.parent / f"server-{port}.log"
+    with log.open("wb") as sink:
+        server = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError(f"the server did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.3)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:
+            yield client
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def ticket_corpus(questions: int) -> tuple[list[dict[str, Any]], list[str]]:
+    from benchmarks.tickets import questions as asked
+    from benchmarks.tickets import tickets
+
+    return tickets(2000, actors=50), asked(questions)
+
+
+def conversation_corpus(questions: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The turns of :data:`CONVERSATIONS` as one tenant's episodes, and their questions."""
+    from episodic.evals.conversations import actor_id, turn_time
+
+    bodies: list[dict[str, Any]] = []
+    asked: list[str] = []
+    for name in CONVERSATIONS:
+        conversation = json.loads((ROOT / "tests" / "evals" / "conversations" / "test" / f"{name}.json").read_text())
+        for session in conversation["sessions"]:
+            for index, turn in enumerate(session["turns"]):
+                bodies.append({
+                    "eventType": "conversation_turn", "actorId": actor_id(turn["speaker"]),
+                    "sessionId": f"{name}-{session['sessionId']}", "occurredAt": turn_time(session, index).isoformat(),
+                    "summary": turn["text"], "sourceRefs": [turn["turnId"]], "sourceTrust": "user_provided",
+                })  # fmt: skip
+        asked += [q["question"] for q in conversation["questions"]]
+    return bodies, asked[:questions]
+
+
+def measure(name: str, bodies: list[dict[str, Any]], questions: list[str], workers: int | None) -> dict[str, Any]:
+    from episodic.adapters.minilm.runtime import load_runtime
+
+    model = load_runtime("onnx")
+    model.encode(["warm up"], threads=1)
+    with tempfile.TemporaryDirectory(prefix="episodic-latency-") as tmp, served(Path(tmp) / "data", workers) as c:
+        for start in range(0, len(bodies), 100):
+            c.post("/v1/episodes/batch", json={"episodes": bodies[start : start + 100]}).raise_for_status()
+        for question in questions[:5]:  # warm: the tenant's vectors read, the caches filled
+            c.post("/v1/recall", json={"query": f"{question} (warm-up)"}).raise_for_status()
+        alone, recalls, widened = [], [], 0
+        for question in questions:
+            started = time.perf_counter()
+            model.encode([f"{question} please"], threads=1)  # a text of its own: nothing cached anywhere
+            alone.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            response = c.post("/v1/recall", json={"query": question, "limit": 10})
+            recalls.append((time.perf_counter() - started) * 1000)
+            response.raise_for_status()
+            widened += bool(response.json()["interpretation"].get("widenedWith"))
+    model_p50, recall_p50 = statistics.median(alone), statistics.median(recalls)
+    return {
+        "corpus": name,
+        "episodes": len(bodies),
+        "questions": len(questions),
+        "model_p50_ms": round(model_p50, 2),
+        "recall_p50_ms": round(recall_p50, 2),
+        "recall_p95_ms": round(statistics.quantiles(recalls, n=20)[18], 2),
+        "ratio_p50": round(recall_p50 / model_p50, 2),
+        "widened_share": round(widened / len(questions), 2),
+    }
+
+
+def run(questions: int = 200, workers: int | None = None) -> list[dict[str, Any]]:
+    return [
+        measure("tickets", *ticket_corpus(questions), workers),
+        measure("conversation", *conversation_corpus(questions), workers),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=200, help="questions per corpus (at most)")
+    parser.add_argument("--workers", type=int, default=None, help="episodic serve --workers (default: its own)")
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.questions, args.workers), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

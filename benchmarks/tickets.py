@@ -1,0 +1,79 @@
+"""A corpus of short support-ticket episodes for the latency benchmarks: varied wording, named
+customers, products and people (so a recall's second round has names to widen with), spread over
+many actors; and distinct questions about them.
+
+Generated from a seed, so every run of a benchmark asks the same questions of the same tickets.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+CUSTOMERS = [
+    "Acme Logistics", "Borealis Health", "Cobalt Foods", "Dunmore Legal", "Everly Schools", "Fjord Shipping",
+    "Granite Bank", "Harbor Clinics", "Ionic Labs", "Juniper Retail", "Kestrel Air", "Lumen Energy",
+    "Marlow Hotels", "Northwind Traders", "Orchid Pharma", "Pioneer Insurance", "Quarry Media", "Redwood Council",
+    "Saffron Kitchens", "Tidewater Ports",
+]  # fmt: skip
+PRODUCTS = [
+    "Salesforce sync", "Okta single sign-on", "Stripe billing", "the CSV export", "the mobile app", "Slack alerts",
+    "the reporting dashboard", "the public API", "Zendesk import", "SAML login", "the invoice PDF", "webhooks",
+    "the audit trail", "two-factor codes", "the search page", "bulk upload",
+]  # fmt: skip
+PROBLEMS = [
+    "times out after {n} seconds", "returns a 502 since the {day} release", "drops every {n}th record",
+    "shows last month's totals", "sends duplicate emails", "rejects valid passwords", "is stuck at {n}%",
+    "lost the custom fields", "charges the card twice", "fails for users with accents in their names",
+    "stopped after the certificate rotated", "is slow for accounts over {n} thousand rows",
+]  # fmt: skip
+PEOPLE = ["Priya", "Marco", "Aisha", "Tomasz", "Lena", "Kwame", "Sofia", "Hiroshi", "Nadia", "Owen", "Ines", "Ravi"]
+ACTIONS = [
+    "{person} escalated it to engineering", "{person} shipped a hotfix in build {build}", "{person} asked for logs",
+    "{person} rolled back build {build}", "{person} promised a credit of {n} dollars",
+    "{person} closed it as a duplicate",
+    "workaround from {person}: retry with a smaller batch", "{person} is waiting on the customer",
+]  # fmt: skip
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+
+
+def tickets(count: int, actors: int = 50, seed: int = 7) -> list[dict[str, Any]]:
+    """``count`` ticket episodes (API bodies) over ``actors`` actors."""
+    rng = random.Random(seed)
+    bodies = []
+    for n in range(count):
+        problem = rng.choice(PROBLEMS).format(n=rng.randint(2, 90), day=rng.choice(DAYS))
+        person, build, credit = rng.choice(PEOPLE), rng.randint(100, 999), rng.randint(20, 500)
+        action = rng.choice(ACTIONS).format(person=person, build=build, n=credit)
+        summary = f"Ticket {4000 + n}: {rng.choice(CUSTOMERS)} reports {rng.choice(PRODUCTS)} {problem}; {action}."
+        bodies.append({
+            "eventType": "tool_observed_event",
+            "actorId": f"support-agent-{n % actors}",
+            "occurredAt": f"2026-11-{1 + n % 28:02d}T{8 + n % 10:02d}:00:00Z",
+            "summary": summary,
+            "sourceRefs": [f"ticket:{4000 + n}"],
+            "sourceTrust": "tool_result",
+        })  # fmt: skip
+    return bodies
+
+
+QUESTION_SHAPES = [
+    "Which customer said {product} {problem}?", "What did we do about {customer}'s {product} problem?",
+    "Has {customer} had trouble with {product} before?", "Who handled the {product} issue for {customer}?",
+    "Why is {product} failing for {customer}?", "Did anyone promise {customer} a credit?",
+    "What was the workaround for {product}?", "Which tickets did {person} escalate about {product}?",
+]  # fmt: skip
+
+
+def questions(count: int, seed: int = 11) -> list[str]:
+    """``count`` distinct questions about the tickets (a serial number keeps each text new)."""
+    rng = random.Random(seed)
+    asked: dict[str, None] = {}
+    while len(asked) < count:
+        shape = rng.choice(QUESTION_SHAPES)
+        problem = rng.choice(PROBLEMS).format(n=rng.randint(2, 90), day=rng.choice(DAYS))
+        text = shape.format(
+            customer=rng.choice(CUSTOMERS), product=rng.choice(PRODUCTS), problem=problem, person=rng.choice(PEOPLE)
+        )
+        asked[text] = None
+    return list(asked)
