@@ -450,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=None, help="tenant sizes for recall, e.g. 10000,100000")
     parser.add_argument("--api-requests", type=int, default=50)
     parser.add_argument("--api-tenant", type=int, default=2000, help="episodes in the API latency tenant")
+    parser.add_argument("--latency-questions", type=int, default=200, help="recall-vs-model questions a corpus")
     parser.add_argument("--load-clients", type=int, default=16)
     parser.add_argument("--load-seconds", type=float, default=30)
     parser.add_argument("--load-seed", type=int, default=1000, help="episodes per tenant before the mixed load")
@@ -490,6 +491,11 @@ def main(argv: list[str] | None = None) -> int:
         bar.describe(f"API latency ({args.api_requests} writes + recalls)")
         latency = api_latency(args.api_requests, args.api_tenant)
         bar.advance()
+        bar.describe(f"recall against the model, query by query ({args.latency_questions} questions a corpus)")
+        from benchmarks.recall_latency import run as recall_latency
+        from benchmarks.recall_latency import section as latency_section
+
+        by_corpus = recall_latency(args.latency_questions)
         bar.describe(f"mixed load ({args.load_clients} clients, {args.load_seconds:.0f} s)")
         from benchmarks.mixed_load import run as mixed_load
 
@@ -607,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *[f"- {stage}: {share:.0%}" for stage, share in latency["recall_profile"].items()],
         "",
+        *latency_section(by_corpus),
         f"## Mixed load over HTTP ({load['clients']} clients, 30% writes / 70% recalls, two tenants of 1,000)",
         "",
         "`episodic serve` as its own process, real model; `benchmarks/mixed_load.py`.",
