@@ -1,8 +1,11 @@
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from episodic.domain.recall.query import interpret, widening_names
+from episodic.domain import linear
+from episodic.domain.recall.query import capitalised_runs, interpret, widening_names
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday
 
@@ -123,3 +126,14 @@ def test_given_by_or_since_a_date_when_interpreted_then_the_window_is_open_on_on
 def test_given_no_real_date_when_interpreted_then_no_calendar_window(query):
     reading = interpret(query, NOW)
     assert not reading.calendar and reading.occurred_after is None
+
+
+_NAMES_AS_A_PATTERN = linear.compile(r"(?P<veto>^|[.!?]\s)?\b(?P<name>[A-Z]\pL+(?:\s+[A-Z]\pL+)*)")
+"""The rule :func:`capitalised_runs` follows, as a pattern: the reference it is checked against."""
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="AKZakzÖöÜüß_1.!? \t\n'-", max_size=40))
+def test_given_any_text_when_names_are_read_then_they_are_the_capitalised_runs_the_pattern_finds(text):
+    expected = [m.group("name") for m in _NAMES_AS_A_PATTERN.finditer(text) if m.group("veto") is None]
+    assert list(capitalised_runs(text)) == expected

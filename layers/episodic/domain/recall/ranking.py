@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from episodic.domain.model import Confidence, Episode, EventType, RecallItem, ScoreComponents, SourceTrust
 
@@ -85,9 +86,9 @@ class RankingWeights:
         return {k: v / total for k, v in raw.items()}
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A scoped episode with its raw relevance signals from the index."""
+class Candidate(NamedTuple):
+    """A scoped episode with its raw relevance signals from the index (a tuple: an index hands
+    over hundreds a recall, and a tuple is the cheapest immutable record to build)."""
 
     event_id: str
     lexical: float = 0.0
