@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
         "",
-        *targets_section(w, latency, load2, scale, imports, runtime),
+        *targets_section(w, by_corpus, load2, scale, imports),
         "## Write throughput (local backend, batches of 100)",
         "",
         "| path | per second | vs model batch | vs raw SQLite |",

@@ -1,6 +1,6 @@
 """The summary BENCHMARKS.md opens with: the performance targets' table, before and now, from this run, and
-for every target the run did not meet, what bounds it and how far from that bound it was (the
-issue is done when each target is met or that is shown).
+for every target the run did not meet, what bounds it and how far from that bound it was (a target
+is met only by its figure: naming the bound is what to work on next, not a way to close it).
 
 "Before" is what the issue measured (its own table, quoted); "now" is read from the figures
 this run produced, so the two cannot drift apart. A row this run did not measure (the 1M
@@ -54,49 +54,51 @@ def _bound(met: bool, what: str) -> str:
 
 def section(
     writes: dict[str, Any],
-    latency: dict[str, Any],
+    by_corpus: list[dict[str, Any]],
     load: dict[str, Any],
     scale: list[dict[str, Any]],
     imports: dict[str, float],
-    runtime: dict[str, Any],
 ) -> list[str]:
-    """Markdown lines: one row per performance target (``runtime``: the model on PyTorch, for the
-    recall row, as the issue's own "before" measured the model there)."""
+    """Markdown lines: one row per performance target (``by_corpus``: :mod:`benchmarks.recall_latency`;
+    ``load``: the mixed load against ``episodic serve``'s defaults)."""
     small, tenth, tenth_bound, small_bound = _million(scale)
-    recall_ratio = latency["recall_only_p50_ms"] / latency["model_p50_ms"]
+    tickets, conversation = (next(r for r in by_corpus if r["corpus"] == name) for name in ("tickets", "conversation"))
     batch_ratio = writes["with_embedding_per_s"] / writes["model_texts_per_s"]
-    torch_ms = runtime["speed"]["torch"]["single_p50_ms"]
     met_import = imports.get(LAMBDA_SHIPPED, imports.get("functions.api", 1e9)) <= 300
+    load_met = load["per_second"] >= 150 and load["p99_ms"] <= 250 and not load["errors"] and not load["lost_writes"]
     rows = [
-        ("recall over HTTP, tenant of 2,000, vs the model's own single query",
-         "p50 120 ms vs 6.7 ms (18x)",
-         f"p50 {latency['recall_only_p50_ms']:.1f} ms vs {latency['model_p50_ms']:.1f} ms on ONNX Runtime "
-         f"({recall_ratio:.2f}x), recalls back to back; each right after a write "
-         f"{latency['recall_p50_ms']:.1f} ms ({latency['recall_p50_ms'] / latency['model_p50_ms']:.2f}x); the "
-         f"same model on PyTorch takes {torch_ms:.1f} ms a query "
-         f"({latency['recall_only_p50_ms'] / torch_ms:.2f}x)", "≤ 2x",
-         _bound(recall_ratio <= 2, _recall_bound(latency))),
-        ("mixed load, 16 clients, 30% writes", "42 req/s, p50 321 ms, p99 956 ms",
-         f"{load['per_second']} req/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms (`episodic serve`'s defaults), "
-         f"{load['errors']} errors, {load['lost_writes']} of {load['acknowledged_writes']} writes lost",
-         "≥ 150 req/s, p99 ≤ 250 ms", _bound(load["per_second"] >= 150 and load["p99_ms"] <= 250, _load_bound(load))),
-        ("write path without embedding", "1,447/s",
+        ("recall over HTTP, 2,000 short tickets over 50 actors, vs the model's one query (widened recalls included)",
+         "p50 32.8 ms vs 5.7 ms (5.75x)",
+         f"p50 {tickets['recall_p50_ms']:.1f} ms vs {tickets['model_p50_ms']:.1f} ms ({tickets['ratio_p50']:.2f}x), "
+         f"{tickets['widened_share']:.0%} widened", "p50 ≤ 2x",
+         _bound(tickets["ratio_p50"] <= 2, _recall_bound(tickets))),
+        ("mixed load, 16 clients, 30% writes / 70% recalls (half for one actor), `episodic serve`'s defaults",
+         "92.5 req/s, p50 152 ms, p99 469 ms, 0 errors, 0 lost",
+         f"{load['per_second']} req/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms, {load['errors']} errors, "
+         f"{load['lost_writes']} of {load['acknowledged_writes']} writes lost",
+         "≥ 150 req/s, p99 ≤ 250 ms, 0 errors, 0 lost", _bound(load_met, _load_bound(load))),
+        (f"recall over a long conversation tenant ({conversation['episodes']} turns), through HTTP",
+         "p50 40 ms, p95 148 ms (batch-written)",
+         f"p50 {conversation['recall_p50_ms']:.1f} ms, p95 {conversation['recall_p95_ms']:.1f} ms (batch-written)",
+         "p95 ≤ 60 ms", _bound(conversation["recall_p95_ms"] <= 60, "the same bound as the tickets' recall")),
+        ("write path without embedding", "1,467/s",
          f"{writes['without_embedding_per_s']:,.0f}/s (the policy alone: {writes['policy_alone_per_s']:,.0f}/s)",
          "≥ 5,000/s", _bound(writes["without_embedding_per_s"] >= 5000, _write_bound(writes))),
-        ("`remember_batch` vs the embedder's batch rate", "0.70", f"{batch_ratio:.2f}", "≥ 0.90",
+        ("`remember_batch` vs the embedder's batch rate", "0.74", f"{batch_ratio:.2f}", "≥ 0.90",
          _bound(batch_ratio >= 0.9, _batch_bound(writes))),
-        ("1M tenant, 1,000-episode scope, vector path", "p50 1.40 ms", small, "p50 ≤ 1 ms", small_bound),
-        ("1M tenant, 10% scope", "p50 114 ms, agreement 0.935, first query pays a 4-minute HNSW build", tenth,
-         "p50 ≤ 30 ms, agreement ≥ 0.98, no query pays a build", tenth_bound),
-        ("`functions.api` cold import", "not measured", _cold_import(imports), "≤ 300 ms",
+        ("earlier: 1M tenant, 1,000-episode scope, vector path", "p50 1.40 ms", small, "p50 ≤ 1 ms", small_bound),
+        ("earlier: 1M tenant, 10% scope", "p50 114 ms, agreement 0.935, first query pays a 4-minute HNSW build",
+         tenth, "p50 ≤ 30 ms, agreement ≥ 0.98, no query pays a build", tenth_bound),
+        ("earlier: `functions.api` cold import", "not measured", _cold_import(imports), "≤ 300 ms",
          _bound(met_import, "Python importing the API's modules (the import profile below)")),
     ]  # fmt: skip
     return [
         "## Performance targets, before and now",
         "",
-        '"Before" quotes the issue\'s own measurements; "now" is this run. Where a target is not met, the last',
-        "column says what bounds it and how far the path is from that bound, from this run's figures; the",
-        "sections below show the profiles behind them.",
+        '"Before" quotes the held-out measurements the performance issue gives (their data, not ours; the',
+        'rows marked earlier quote an earlier issue); "now" is this run, on this repository\'s corpora. Where a',
+        "target is not met, the last column says what bounds it, from this run's figures; the sections below",
+        "show the profiles behind them.",
         "",
         "| what | before | now | target | bound, and how far from it |",
         "|---|---|---|---|---|",
@@ -105,13 +107,12 @@ def section(
     ]
 
 
-def _recall_bound(latency: dict[str, Any]) -> str:
-    model, in_process = latency["model_p50_ms"], latency["in_process_only_p50_ms"]
-    over_http = latency["recall_only_p50_ms"]
+def _recall_bound(tickets: dict[str, Any]) -> str:
+    model = tickets["model_p50_ms"]
     return (
-        f"the model's own query ({model:.1f} ms) plus the service's work over it, back to back: in process "
-        f"{in_process - model:.1f} ms (SQLite, ranking, audit: profile below), HTTP {over_http - in_process:.1f} ms; "
-        f"2x needs both together at ≤ {model:.1f} ms"
+        f"{tickets['widened_share']:.0%} of the recalls embed a second, widened query (the second round), and "
+        f"the service's own work (ranking two candidate pools read from SQLite: profile below) comes on top; "
+        f"2x leaves {model:.1f} ms beside the one query"
     )
 
 

@@ -58,7 +58,7 @@ MATRIX: dict[str, Rule] = {
     "adapters.sqlite": rule(f"{_ADAPTER} adapters.vectors", "numpy"),
     "adapters.stepfunctions": rule(_ADAPTER, "botocore"),
     "adapters.summarisers": rule(_ADAPTER, "numpy"),
-    "adapters.vectors": rule(_ADAPTER, "numpy faiss"),
+    "adapters.vectors": rule(_ADAPTER, "numpy faiss threadpoolctl"),
     "entrypoints": rule(_ENTRY),
     "entrypoints.rest": rule(_ENTRY, "aws_lambda_powertools pydantic", lazy="bootstrap"),
     "entrypoints.dynamodb_stream": rule(_ENTRY, "aws_lambda_powertools ulid"),
@@ -74,7 +74,7 @@ MATRIX: dict[str, Rule] = {
         "domain application logs bootstrap entrypoints.dynamodb_stream entrypoints.eventbridge "
         "adapters.codec adapters.bedrock adapters.dynamodb adapters.e5 adapters.files adapters.inprocess "
         "adapters.minilm adapters.opensearch adapters.s3 adapters.sqlite adapters.stepfunctions adapters.summarisers "
-        "adapters.webhook adapters.eventbridge",
+        "adapters.webhook adapters.eventbridge adapters.vectors",
         "boto3 botocore moto",
     ),
     "client": rule("domain", "httpx pydantic"),

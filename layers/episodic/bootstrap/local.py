@@ -8,6 +8,7 @@ from episodic.adapters.files.archive import FolderArchive
 from episodic.adapters.inprocess.notifier import LogReviewNotifier
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.adapters.summarisers.extractive import ExtractiveSummariser
+from episodic.adapters.vectors.threads import blas_on_one_thread
 from episodic.adapters.webhook.sender import WebhookSender
 from episodic.application.ports import Clock, Embedder, ReviewNotifier
 from episodic.application.service import MemoryService
@@ -51,7 +52,7 @@ def build_local_service(
     """The service over ``settings.data_dir``; ``embedder``, ``clock`` and ``notifier`` replace
     the defaults (the model ``EPISODIC_EMBEDDER`` names, the system clock, a notifier that logs
     each held episode)."""
-    blas_on_one_thread()
+    blas_on_one_thread()  # before any vector is searched
     data_dir = _data_dir(settings)
     embedder = embedder or local_embedder(settings)
     store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
@@ -74,19 +75,6 @@ def build_local_service(
         outbox=store.outbox if sender is not None else None,
         events=sender,
     )
-
-
-def blas_on_one_thread() -> None:
-    """Numerical libraries' BLAS on one thread, process-wide.
-
-    Recall's vector search multiplies one query by a tenant's vectors: a matrix-vector product one
-    core does in well under a millisecond at tens of thousands of rows. OpenBLAS spreads it over
-    every core and then keeps its helper threads spinning, waiting for the next product: on two
-    cores that spinning cost 12 ms of CPU a recall, more than the recall's own work, taken from the
-    requests running beside it (``benchmarks/mixed_load.py`` reads the server's CPU a request)."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
 
 
 def quiet_notifier() -> ReviewNotifier:
