@@ -12,8 +12,10 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from episodic.domain.policy.secrets import Redacted, luhn_valid, redact
+from episodic.domain.policy.secrets import _ANY_TOKEN, _PATTERNS, _READ_AS_ENGLISH, Redacted, luhn_valid, redact
 
 
 def _luhn_check_digit(payload: str) -> str:
@@ -363,3 +365,25 @@ def test_given_a_card_and_a_password_in_one_text_when_redacted_then_both_are_gon
     result = redact("Booked with 4111 1111 1111 1111; password: hunter2 for the portal")
     assert result.text == "Booked with [REDACTED:payment_card]; password: [REDACTED:credential] for the portal"
     assert result.kinds == ("payment_card", "credential_pair")
+
+
+_FRAGMENTS = [
+    "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "AKIA", "ASIA", "ghp_", "github_pat_",
+    "glpat-", "xoxb-", "https://hooks.slack.com/services/", "sk_live_", "rk_test_", "sk-ant-", "sk-proj-", "AIza",
+    "hf_", "npm_", "pypi-", "SG.", "eyJ", ".eyJ", "Bearer ", "A1b2C3d4E5f6G7h8", "0123456789ABCDEF", "_-", " ",
+    "\n", "key_", "x", "é", ".",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12), st.integers(min_value=1, max_value=4))
+def test_given_any_text_when_a_token_pattern_matches_then_the_prefilter_matches_too(pieces, repeat):
+    """The prefilter lets redaction skip the token patterns only where none of them can match."""
+    text = "".join(piece * repeat if piece.isalnum() else piece for piece in pieces)
+    found = [kind for kind, pattern in _PATTERNS if kind not in _READ_AS_ENGLISH and pattern.search(text)]
+    assert not found or _ANY_TOKEN.search(text) is not None, found
+
+
+def test_given_a_token_with_no_other_secret_when_redacted_then_the_prefilter_let_it_through():
+    assert redact("deploy key ghp_" + "a" * 36 + " rotated").kinds == ("github_token",)
+    assert _ANY_TOKEN.search("nothing secret in this ticket about the export") is None

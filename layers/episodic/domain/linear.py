@@ -123,6 +123,7 @@ class Match(Protocol):
 class Pattern(Protocol):
     """A compiled linear-time pattern, with the ``re.Pattern`` methods the service uses."""
 
+    def __hash__(self) -> int: ...
     @property
     def pattern(self) -> str: ...
     @property
@@ -215,13 +216,21 @@ def unicode_classes(pattern: str) -> str:
     return "".join(out)
 
 
+@cache
+def group_numbers(pattern: Pattern) -> dict[str, int]:
+    """``pattern.groupindex``, read once a pattern: RE2's wrapper builds that dict on every read
+    (and ``Match.groupdict`` reads it on every call), which the write policy did hundreds of times
+    a proposal."""
+    return dict(pattern.groupindex)
+
+
 def search_unvetoed(pattern: Pattern, text: str, veto: str = "veto") -> Match | None:
     """The first match of ``pattern`` in ``text`` whose group ``veto`` did not take part.
 
     How a detector says "this, but not when followed (or preceded) by that" without look-around:
     the exception is an optional group of the pattern, and a match that took it does not count.
     The search goes on after a vetoed match, so the whole text is still read once."""
-    number = pattern.groupindex[veto]
+    number = group_numbers(pattern)[veto]
     for found in pattern.finditer(text):
         if found.start(number) < 0:
             return found
@@ -241,7 +250,7 @@ def replace_group(
     matched instead of ``text``: a copy of the same length (characters mapped one for one)."""
     if read is not None and len(read) != len(text):
         raise ValueError("the text read must map the text character for character")
-    number = group if isinstance(group, int) else pattern.groupindex[group]
+    number = group if isinstance(group, int) else group_numbers(pattern)[group]
     pieces: list[str] = []
     kept = 0
     for found in pattern.finditer(text if read is None else read):

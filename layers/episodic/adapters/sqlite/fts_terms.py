@@ -51,18 +51,20 @@ class TermFrequencies:
         self._counts: OrderedDict[str, tuple[int, float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def informative(self, conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    def informative(self, conn: sqlite3.Connection, words: list[str], texts: int | None = None) -> list[str]:
         """``words`` (as :func:`~episodic.domain.recall.query.lexical_terms` gives them) without those held by
-        half of the texts or more, in order."""
+        half of the texts or more, in order (``texts``: :func:`row_bound`, when the caller read it)."""
         if not words:
             return []
-        texts = _texts(conn)
+        texts = row_bound(conn) if texts is None else texts
         kept = [w for w in words if self._count(conn, text_match([w]), self.ttl) < texts / 2]
         return kept or words  # none has a weight: searched whole, the scores rank among themselves
 
-    def holds_few(self, conn: sqlite3.Connection, tenant_id: str) -> bool:
-        """Whether ``tenant_id`` holds less than :data:`FEW_ROWS` of the rows."""
-        return self._count(conn, tenant_match(tenant_id), TENANT_KEPT_FOR_SECONDS) < FEW_ROWS * _texts(conn)
+    def holds_few(self, conn: sqlite3.Connection, tenant_id: str, texts: int | None = None) -> bool:
+        """Whether ``tenant_id`` holds less than :data:`FEW_ROWS` of the rows (``texts`` as for
+        :meth:`informative`)."""
+        texts = row_bound(conn) if texts is None else texts
+        return self._count(conn, tenant_match(tenant_id), TENANT_KEPT_FOR_SECONDS) < FEW_ROWS * texts
 
     def _count(self, conn: sqlite3.Connection, match: str, ttl: float) -> int:
         """How many rows ``match`` finds, counted by FTS5 or remembered from the last ``ttl`` seconds."""
@@ -82,7 +84,7 @@ class TermFrequencies:
         return int(count)
 
 
-def _texts(conn: sqlite3.Connection) -> int:
+def row_bound(conn: sqlite3.Connection) -> int:
     """An upper bound of the number of rows: the largest rowid (each episode's row has its rowid)."""
     (newest,) = conn.execute("SELECT max(rowid) FROM episodes").fetchone()
     return int(newest or 0)

@@ -22,7 +22,7 @@ import numpy as np
 
 from episodic.adapters.sqlite.database import Database
 from episodic.adapters.sqlite.fts_match import RANK, search
-from episodic.adapters.sqlite.fts_terms import TermFrequencies
+from episodic.adapters.sqlite.fts_terms import TermFrequencies, row_bound
 from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.scope_cache import ScopeCache
 from episodic.adapters.vectors.index import VectorSearch
@@ -79,8 +79,9 @@ class RecallReads:
                 (*params, pool_size),
             ).fetchall()
             return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
-        words = self.terms.informative(conn, lexical_terms(query_text or "")[:QUERY_WORDS])
-        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id)
+        texts = row_bound(conn)  # read once for both questions below
+        words = self.terms.informative(conn, lexical_terms(query_text or "")[:QUERY_WORDS], texts)
+        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id, texts)
         lexical = _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
         semantic: dict[str, float] = {}
         if query_vector is not None and embedder is not None:

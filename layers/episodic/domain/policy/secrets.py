@@ -75,36 +75,60 @@ _AWS_SECRET = linear.compile(r"(?:^|[^A-Za-z0-9/+=])(?P<token>[A-Za-z0-9/+]{40})
 """An AWS secret access key is one whole run of base64's alphabet, 40 characters long, with no
 ``=`` (and both cases and a digit, which git's 40-hex SHAs have not): a longer run is vetoed."""
 
-_PATTERNS: list[tuple[str, linear.Pattern]] = [
+_TOKEN_SOURCES: list[tuple[str, str, bool]] = [
     (
         "private_key",
-        linear.compile(
-            r"(?P<token>-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))", dot_all=True
-        ),
+        r"(?P<token>-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))",
+        True,
     ),
-    ("aws_access_key", linear.compile(_EDGE_BEFORE + r"(?P<token>(?:AKIA|ASIA)[0-9A-Z]{16})(?P<veto>[A-Za-z0-9])?")),
+    ("aws_access_key", _EDGE_BEFORE + r"(?P<token>(?:AKIA|ASIA)[0-9A-Z]{16})(?P<veto>[A-Za-z0-9])?", False),
     (
         "github_token",
-        linear.compile(_EDGE_BEFORE + r"(?P<token>gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})"),
+        _EDGE_BEFORE + r"(?P<token>gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})",
+        False,
     ),
-    ("gitlab_token", linear.compile(_EDGE_BEFORE + r"(?P<token>gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,})")),
-    ("slack_token", linear.compile(_EDGE_BEFORE + r"(?P<token>xox[abposr]-[A-Za-z0-9-]{10,})")),
-    ("slack_webhook", linear.compile(r"(?P<token>https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})")),
-    ("stripe_key", linear.compile(_EDGE_BEFORE + r"(?P<token>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})")),
-    ("anthropic_key", linear.compile(_EDGE_BEFORE + r"(?P<token>sk-ant-[A-Za-z0-9_-]{20,})")),
-    ("openai_key", linear.compile(_EDGE_BEFORE + r"(?P<token>sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,})")),
-    ("google_api_key", linear.compile(_EDGE_BEFORE + r"(?P<token>AIza[0-9A-Za-z_-]{35})")),
-    ("huggingface_token", linear.compile(_EDGE_BEFORE + r"(?P<token>hf_[A-Za-z0-9]{30,})")),
-    ("npm_token", linear.compile(_EDGE_BEFORE + r"(?P<token>npm_[A-Za-z0-9]{36})")),
-    ("pypi_token", linear.compile(_EDGE_BEFORE + r"(?P<token>pypi-[A-Za-z0-9_-]{50,})")),
-    ("sendgrid_key", linear.compile(_EDGE_BEFORE + r"(?P<token>SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")),
+    ("gitlab_token", _EDGE_BEFORE + r"(?P<token>gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,})", False),
+    ("slack_token", _EDGE_BEFORE + r"(?P<token>xox[abposr]-[A-Za-z0-9-]{10,})", False),
+    ("slack_webhook", r"(?P<token>https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})", False),
+    ("stripe_key", _EDGE_BEFORE + r"(?P<token>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})", False),
+    ("anthropic_key", _EDGE_BEFORE + r"(?P<token>sk-ant-[A-Za-z0-9_-]{20,})", False),
+    ("openai_key", _EDGE_BEFORE + r"(?P<token>sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,})", False),
+    ("google_api_key", _EDGE_BEFORE + r"(?P<token>AIza[0-9A-Za-z_-]{35})", False),
+    ("huggingface_token", _EDGE_BEFORE + r"(?P<token>hf_[A-Za-z0-9]{30,})", False),
+    ("npm_token", _EDGE_BEFORE + r"(?P<token>npm_[A-Za-z0-9]{36})", False),
+    ("pypi_token", _EDGE_BEFORE + r"(?P<token>pypi-[A-Za-z0-9_-]{50,})", False),
+    ("sendgrid_key", _EDGE_BEFORE + r"(?P<token>SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})", False),
     (
         "jwt",
-        linear.compile(_EDGE_BEFORE + r"(?P<token>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
+        _EDGE_BEFORE + r"(?P<token>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+        False,
     ),
-    ("bearer_token", linear.compile(r"(?P<token>(?i:\bbearer)\s+[A-Za-z0-9._~+/=-]{16,})")),
+    ("bearer_token", r"(?P<token>(?i:\bbearer)\s+[A-Za-z0-9._~+/=-]{16,})", False),
 ]
-"""Every token kind: the token is group ``token``; a match whose ``veto`` took part is no token."""
+"""Every token kind as ``(kind, pattern, dot_all)``: the token is group ``token``; a match whose
+``veto`` took part is no token."""
+_PATTERNS = [(kind, linear.compile(source, dot_all=dot_all)) for kind, source, dot_all in _TOKEN_SOURCES]
+_READ_AS_ENGLISH = frozenset({"bearer_token"})
+"""Token kinds whose pattern reads :func:`english` of the text; the others read the text itself."""
+
+
+def _unnamed(source: str) -> str:
+    """``source`` with its named groups as plain groups, so several can be joined in one pattern."""
+    plain = source.replace("(?P<token>", "(?:").replace("(?P<veto>", "(?:")
+    if "(?P<" in plain:
+        raise ValueError(f"a token pattern names a group the prefilter does not know: {source[:60]!r}")
+    return plain
+
+
+_ANY_TOKEN = linear.compile(
+    "|".join(
+        f"(?{'s' if dot_all else ''}:{_unnamed(source)})"
+        for kind, source, dot_all in _TOKEN_SOURCES
+        if kind not in _READ_AS_ENGLISH
+    )
+)
+"""Every token pattern that reads the text itself, as one: where it finds nothing, none of them
+can, and one search replaces one pass a kind (most texts hold no token)."""
 
 _URL_CREDENTIAL = linear.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<token>[^\s@/]{3,})@")
 """``scheme://user:password@host`` (database URLs, brokers): the password part is a secret."""
@@ -149,15 +173,19 @@ def redact(text: str) -> Redacted:
     in the text's length; a step sees the text as the steps before it left it."""
     kinds: list[str] = []
     text = _redact_cards(text, kinds)
+    any_token = _ANY_TOKEN.search(text) is not None
     for kind, pattern in _PATTERNS:
+        if not any_token and kind not in _READ_AS_ENGLISH:
+            continue
+        veto = linear.group_numbers(pattern).get("veto", -1)
 
-        def _token(match: Match, kind: str = kind) -> str | None:
-            if match.groupdict().get("veto") is not None:
+        def _token(match: Match, kind: str = kind, veto: int = veto) -> str | None:
+            if veto >= 0 and match.start(veto) >= 0:  # the exception took part: no secret here
                 return None
             kinds.append(kind)
             return f"[REDACTED:{kind}]"
 
-        text = linear.replace_group(pattern, text, _token, "token", english(text) if kind == "bearer_token" else None)
+        text = linear.replace_group(pattern, text, _token, "token", english(text) if kind in _READ_AS_ENGLISH else None)
 
     for pair, weak in ((_STRONG_PAIR, False), (_WEAK_PAIR, True)):
         text = _redact_pairs(pair, text, weak, kinds)
@@ -192,7 +220,7 @@ def english(text: str) -> str:
 def _redact_pairs(pattern: linear.Pattern, text: str, weak: bool, kinds: list[str]) -> str:
     """``password: x`` and the like: the value is replaced, the label stays (the memory still says
     *that* a credential was given). A weak pair's value must look like a password."""
-    value = pattern.groupindex["value"]
+    value = linear.group_numbers(pattern)["value"]
 
     def _pair(match: Match) -> str | None:
         found = text[match.start(value) : match.end(value)]

@@ -99,7 +99,8 @@ def _excepted(kind: str, text: str) -> bool:
     pattern = _exceptions().get(kind)
     if pattern is None:
         return False
-    return any(all(value is None for value in m.groupdict().values()) for m in pattern.finditer(text))
+    groups = linear.group_numbers(pattern).values()
+    return any(all(m.start(group) < 0 for group in groups) for m in pattern.finditer(text))
 
 
 def disclosures(text: str) -> list[str]:
