@@ -87,7 +87,7 @@ class KeepEveryWord(TermFrequencies):
     """Benchmark harness: a ``store.recall.terms`` that leaves every query word in the BM25 search,
     the baseline that :class:`~episodic.adapters.sqlite.fts_terms.TermFrequencies` is measured against."""
 
-    def informative(self, conn: Any, words: list[str]) -> list[str]:
+    def informative(self, conn: Any, words: list[str], texts: int | None = None) -> list[str]:
         return words
 
 
@@ -112,7 +112,7 @@ class SearchEveryTenant(TermFrequencies):
     """Benchmark harness: a ``store.recall.terms`` that never limits a BM25 search to the tenant's own
     rows inside FTS5, so every tenant's matching rows are scored (as before schema 2)."""
 
-    def holds_few(self, conn: Any, tenant_id: str) -> bool:
+    def holds_few(self, conn: Any, tenant_id: str, texts: int | None = None) -> bool:
         return False
 
 
