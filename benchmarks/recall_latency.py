@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,42 +30,21 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-TOKEN = "bench-latency-agent-0001"
 CONVERSATIONS = ("cv07", "cv08", "cv09", "cv10")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
 def served(data_dir: Path, workers: int | None = None) -> Iterator[httpx.Client]:
-    """``episodic serve`` on a fresh data dir (its defaults, or ``--workers``), and a keep-alive client."""
+    """``episodic serve`` on a fresh data dir (its defaults, or ``--workers``), started as the
+    mixed load starts it, and a keep-alive client of one tenant."""
+    from benchmarks.mixed_load import TOKENS, _free_port, _start_server
+
     port = _free_port()
-    env = {**os.environ, "EPISODIC_TOKENS": f"{TOKEN}=acme:agent", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "episodic", "serve", "--port", str(port), "--data-dir", str(data_dir)]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    log = data_dir.parent / f"server-{port}.log"
-    with log.open("wb") as sink:
-        server = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    server = _start_server(data_dir, port, workers)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError(f"the server did not start: {log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.3)
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {TOKENS['acme']}"}, timeout=120
+        ) as client:
             yield client
     finally:
         server.terminate()
