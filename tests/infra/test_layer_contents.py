@@ -57,7 +57,7 @@ print(json.dumps({{
     "handlers": handlers,
     "modules": staged,
     "left_out_importable": [n for n in {left_out!r} if importlib.util.find_spec(n) is not None],
-    "verdicts": [default_classifier().is_chatter(t, "conversation_turn")
+    "verdicts": [default_classifier().is_chatter(t)
                  for t in ("thanks, have a great day!", "I'm moving to the Lisbon office on March 3rd")],
 }}))
 """

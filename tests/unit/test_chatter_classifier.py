@@ -18,7 +18,7 @@ TRAIN_SET = Path(__file__).parents[2] / "layers" / "episodic" / "domain" / "poli
 def _confusion(classifier: ChatterClassifier, examples):
     tp = fp = fn = tn = 0
     for e in examples:
-        predicted = classifier.is_chatter(e.text, e.event_type)
+        predicted = classifier.is_chatter(e.text)
         tp += predicted and e.chatter
         fp += predicted and not e.chatter
         fn += (not predicted) and e.chatter
@@ -53,12 +53,12 @@ def test_given_the_same_training_data_when_trained_twice_then_the_model_is_ident
 
 def test_given_a_greeting_before_real_content_when_classified_then_it_is_memorable():
     clf = default_classifier()
-    assert clf.is_chatter("thanks, have a great day!", "conversation_turn")
-    assert not clf.is_chatter("Hi! I'm moving to the Lisbon office on March 3rd", "conversation_turn")
+    assert clf.is_chatter("thanks, have a great day!")
+    assert not clf.is_chatter("Hi! I'm moving to the Lisbon office on March 3rd")
 
 
 def test_given_a_decision_when_explained_then_the_top_features_are_reported():
-    top = default_classifier().explain("thank you so much", "conversation_turn")
+    top = default_classifier().explain("thank you so much")
     assert top and all(isinstance(name, str) for name, _ in top)
 
 
@@ -74,10 +74,8 @@ def test_given_the_shipped_weights_when_classifying_the_labelled_sets_then_every
     shipped, retrained = default_classifier(), trained_on_shipped_set()
     examples = load_examples([*EVAL_SET.read_text().splitlines(), *TRAIN_SET.read_text().splitlines()])
     for e in examples:
-        assert shipped.is_chatter(e.text, e.event_type) == retrained.is_chatter(e.text, e.event_type), e.text
-        assert shipped.probability(e.text, e.event_type) == pytest.approx(
-            retrained.probability(e.text, e.event_type), abs=1e-5
-        )
+        assert shipped.is_chatter(e.text) == retrained.is_chatter(e.text), e.text
+        assert shipped.probability(e.text) == pytest.approx(retrained.probability(e.text), abs=1e-5)
 
 
 def test_given_a_model_when_written_and_read_back_then_it_is_the_same_text():

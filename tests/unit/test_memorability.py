@@ -85,6 +85,48 @@ def test_given_a_short_personal_fact_when_judged_then_few_words_are_enough(text:
     assert any(s.verdict == "memorable" and s.why == why for s in decision.sentences)
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("It's from my grandma.", "relation"),
+        ("Haha yeah, my dog loves it", "relation"),
+        ("I love it, the colours are so vibrant.", "preference"),
+        ("We really enjoyed the ferry crossing", "preference"),
+    ],
+)
+def test_given_someone_in_the_speakers_life_or_a_liking_when_judged_then_it_is_kept(text: str, why: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" not in decision.reasons
+    assert any(s.verdict == "memorable" and s.why == why for s in decision.sentences)
+
+
+@pytest.mark.parametrize("text", ["I love you too x", "I like that!", "Love you, miss you"])
+def test_given_affection_made_only_of_pleasantries_when_judged_then_it_stays_chatter(text: str) -> None:
+    decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
+    assert "not_memorable" in decision.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thanks! Still saving up for a new car.",
+        "It's from my grandma.",
+        "haha ok",
+        "Can't wait to hear more.",
+        "The vet says it's just a sprain.",
+        "Cool, what kind of car?",
+    ],
+)
+def test_given_the_same_text_under_any_event_type_when_decided_then_the_verdicts_are_the_same(text: str) -> None:
+    """The batch route may send a turn under any event type; the conversation path sends
+    ``conversation_turn``. The sentence judge reads the words only, so the routes decide alike."""
+    verdicts = {
+        kind: [(s.verdict, s.why) for s in WritePolicy().decide(turn(text, eventType=kind), AGENT, NOW)[0].sentences]
+        for kind in ("conversation_turn", "tool_observed_event", "feedback", "session_summary")
+    }
+    assert len({tuple(v) for v in verdicts.values()}) == 1, verdicts
+
+
 @pytest.mark.parametrize("text", ["Have a good weekend!", "See you next week x", "I know, right?"])
 def test_given_a_short_pleasantry_with_a_time_or_a_pronoun_when_judged_then_it_stays_chatter(text: str) -> None:
     decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
@@ -100,7 +142,7 @@ def test_given_a_sentence_opening_with_a_possessive_name_when_judged_then_it_nam
 
 @pytest.mark.parametrize("text", ["It's fine!", "Who's in?", "That\u2019s so nice", "Everyone's well x"])
 def test_given_a_possessive_pronoun_or_question_word_first_when_judged_then_it_is_no_name(text: str) -> None:
-    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    verdicts = memorability.judge(text, default_classifier())
     assert all(v.why != "named_thing" for v in verdicts)
 
 
@@ -129,14 +171,14 @@ def test_given_a_short_turn_saying_what_happened_when_judged_then_it_is_kept_as_
 def test_given_a_feeling_a_narrated_pleasantry_a_question_or_the_listeners_news_then_it_is_no_event(
     text: str,
 ) -> None:
-    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    verdicts = memorability.judge(text, default_classifier())
     assert all(v.why != "event" for v in verdicts)
 
 
 SHORT_TURNS = Path(__file__).parents[1] / "evals" / "short_turns.jsonl"
 
 
-@pytest.mark.parametrize(("split", "denied_facts", "kept_chatter"), [("dev", 7, 0), ("test", 2, 1)])
+@pytest.mark.parametrize(("split", "denied_facts", "kept_chatter"), [("dev", 4, 0), ("test", 2, 1)])
 def test_given_one_line_turns_of_news_and_of_small_talk_then_the_news_is_kept(
     split: str, denied_facts: int, kept_chatter: int
 ) -> None:
@@ -145,7 +187,7 @@ def test_given_one_line_turns_of_news_and_of_small_talk_then_the_news_is_kept(
     (policy 2026-12-02.1 denied 34 of the 50 and 24 of the 40 facts)."""
     rows = [json.loads(line) for line in SHORT_TURNS.read_text().splitlines()]
     rows = [r for r in rows if r["split"] == split]
-    kept = {r["text"]: memorability.memorable(memorability.judge(r["text"], "conversation_turn", default_classifier()))
+    kept = {r["text"]: memorability.memorable(memorability.judge(r["text"], default_classifier()))
             for r in rows}  # fmt: skip
     facts = [r["text"] for r in rows if r["label"] == "memorable"]
     chatter = [r["text"] for r in rows if r["label"] == "chatter"]
@@ -165,7 +207,7 @@ def test_given_sentences_joined_by_dashes_and_semicolons_when_split_then_each_is
 
 
 def test_given_a_shouted_greeting_when_judged_then_its_capitals_are_not_names() -> None:
-    verdicts = memorability.judge("GOOD MORNING KEZ", "conversation_turn", default_classifier())
+    verdicts = memorability.judge("GOOD MORNING KEZ", default_classifier())
     assert [v.verdict for v in verdicts] == ["chatter"]
 
 
@@ -243,7 +285,7 @@ def test_given_a_disclosure_already_private_when_decided_then_only_the_suggestio
 def test_given_a_disclosure_of_a_few_words_when_decided_then_it_is_kept_and_classified(text: str, kind: str) -> None:
     """Policy 2026-12-02.4: a short sentence never reached the disclosure patterns, so "I'm
     bipolar." was denied as chatter with its sensitive kind named beside the denial."""
-    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    verdicts = memorability.judge(text, default_classifier())
     assert [v.why for v in verdicts] == ["disclosure"]
     decision, _ = WritePolicy().decide(turn(text), AGENT, NOW)
     assert decision.decision == "allow" and "not_memorable" not in decision.reasons
@@ -253,5 +295,5 @@ def test_given_a_disclosure_of_a_few_words_when_decided_then_it_is_kept_and_clas
 
 @pytest.mark.parametrize("text", ["Are you pregnant?!", "Oh no, cancer?", "Your therapy?"])
 def test_given_a_short_disclosure_word_asked_of_the_listener_then_it_stays_chatter(text: str) -> None:
-    verdicts = memorability.judge(text, "conversation_turn", default_classifier())
+    verdicts = memorability.judge(text, default_classifier())
     assert not memorability.memorable(verdicts), verdicts

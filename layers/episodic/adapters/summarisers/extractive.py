@@ -58,7 +58,7 @@ class ExtractiveSummariser:
 
 def _chatter(sentence: str) -> bool:
     """Judged as the write policy judges a sentence of a proposal."""
-    verdicts = memorability.judge(sentence, "session_summary", default_classifier())
+    verdicts = memorability.judge(sentence, default_classifier())
     return not memorability.memorable(verdicts)
 
 

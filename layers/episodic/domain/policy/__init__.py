@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 # patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
 # (a sizeable part of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
-POLICY_VERSION = "2026-12-02.4"
+POLICY_VERSION = "2026-12-05.1"
 """The policy's version, recorded with every decision and audit record: it changes whenever a
 rule changes what the policy decides. What each version changed is in docs/policy.md."""
 
@@ -94,7 +94,7 @@ class WritePolicy:
         self.chatter  # noqa: B018
         redaction.redact_proposal(EpisodeProposal(event_type=EventType.CONVERSATION_TURN, summary="warm up"))
         instructions.kinds("warm up")
-        memorability.judge("warm up", "conversation_turn", self.chatter)
+        memorability.judge("warm up", self.chatter)
         sensitivity.disclosures("warm up")
         default_model()
 
@@ -198,7 +198,7 @@ class WritePolicy:
             return []
         return [
             SentenceJudgement(index=v.index, verdict=v.verdict, why=v.why)
-            for v in _memorability().judge(p.summary, p.event_type.value, self.chatter)
+            for v in _memorability().judge(p.summary, self.chatter)
         ]
 
 

@@ -3,7 +3,9 @@
 Greetings, thanks, acknowledgements and small talk carry nothing worth remembering;
 storing them only dilutes recall. This is a logistic-regression model over word
 unigrams and bigrams plus a few shape features (digits, identifiers, proper nouns,
-content-word count, event type). It is pure Python so the core layer stays free of
+content-word count). It reads the text alone, never the event type: the same words are chatter or
+not whichever route and type bring them (a conversation turn sent as a batch item is judged as the
+conversation path judges it). It is pure Python so the core layer stays free of
 numpy. Its quality is measured on a separate held-out set (``tests/evals/``).
 
 The weights ship trained (``data/chatter_model.json``), as the instruction model's do: the
@@ -138,10 +140,10 @@ _FILLER = frozenset(
 )
 
 
-def _features(text: str, event_type: str) -> dict[str, float]:
+def _features(text: str) -> dict[str, float]:
     lowered = text.lower()
     words = [w for w in _WORD.findall(lowered) if w.strip()]
-    feats: dict[str, float] = {"bias": 1.0, f"type={event_type}": 1.0}
+    feats: dict[str, float] = {"bias": 1.0}
     for word in words:
         feats[f"w={word}"] = 1.0
     for left, right in itertools.pairwise(words):
@@ -169,17 +171,17 @@ def _has_identifier(text: str) -> bool:
 @dataclass(frozen=True)
 class Example:
     text: str
-    event_type: str
     chatter: bool
 
 
 def load_examples(lines: Iterable[str]) -> list[Example]:
-    """Parse JSON Lines rows ``{"text", "eventType", "label": "chatter"|"memorable"}``."""
+    """Parse JSON Lines rows ``{"text", "label": "chatter"|"memorable"}`` (a row's ``eventType``
+    says where its text was found; the classifier does not read it)."""
     examples = []
     for line in lines:
         if line.strip():
             row = json.loads(line)
-            examples.append(Example(row["text"], row["eventType"], row["label"] == "chatter"))
+            examples.append(Example(row["text"], row["label"] == "chatter"))
     return examples
 
 
@@ -194,7 +196,7 @@ class ChatterClassifier:
     def train(
         cls, examples: list[Example], epochs: int = 60, learning_rate: float = 0.5, l2: float = 1e-3
     ) -> ChatterClassifier:
-        rows = [(_features(e.text, e.event_type), 1.0 if e.chatter else 0.0) for e in examples]
+        rows = [(_features(e.text), 1.0 if e.chatter else 0.0) for e in examples]
         order = list(range(len(rows)))
         rng = random.Random(20261129)  # fixed seed: the same data always gives the same model
         weights: dict[str, float] = {}
@@ -220,17 +222,17 @@ class ChatterClassifier:
         data = json.loads(raw)
         return cls({str(k): float(w) for k, w in data["weights"].items()}, float(data["threshold"]))
 
-    def probability(self, text: str, event_type: str) -> float:
+    def probability(self, text: str) -> float:
         """Probability that the text is routine chatter."""
-        feats = _features(text, event_type)
+        feats = _features(text)
         return _sigmoid(sum(self.weights.get(k, 0.0) * v for k, v in feats.items()))
 
-    def is_chatter(self, text: str, event_type: str) -> bool:
-        return self.probability(text, event_type) >= self.threshold
+    def is_chatter(self, text: str) -> bool:
+        return self.probability(text) >= self.threshold
 
-    def explain(self, text: str, event_type: str, top: int = 5) -> list[tuple[str, float]]:
+    def explain(self, text: str, top: int = 5) -> list[tuple[str, float]]:
         """The features that pushed the score most, with their contributions."""
-        feats = _features(text, event_type)
+        feats = _features(text)
         contributions = [(k, self.weights.get(k, 0.0) * v) for k, v in feats.items()]
         return sorted(contributions, key=lambda kv: abs(kv[1]), reverse=True)[:top]
 

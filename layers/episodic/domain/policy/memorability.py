@@ -45,10 +45,22 @@ _PLAN = linear.compile(
 )
 """A plan, a booking, a decision or a proposal: "I'll ask him properly", "Owen proposed"."""
 _PREFERENCE = linear.compile(
-    r"\b(?:i|we)(?:'d| would| really| do| don't| didn't)? (?:need|want|prefer|hate|can't stand|rather)\b",
+    r"\b(?:i|we)(?:'d| would| really| do| don't| didn't)? (?:need|want|prefer|hate|can't stand|rather|love|loved|"
+    r"like|liked|enjoy|enjoyed)\b|\b\w+(?: now| really| still| also| always)? (?:needs|wants|prefers|hates|dislikes)\b",
     ignore_case=True,
 )
-"""A want, a need or a dislike in the speaker's own words: "I need a night out", "we'd rather not"."""
+"""A want, a need, a liking or a dislike in the speaker's own words ("I need a night out", "we'd
+rather not", "I love that song": a sentence made only of pleasantries, "I love you", never gets
+here), or someone's in the third person ("User now wants XML invoices", "Mum prefers trains")."""
+_RELATION = linear.compile(
+    r"\b(?:my|our)(?: \w+)? (?:mum|mom|mother|dad|father|parents?|grandma|granny|nan|grandpa|grandad|grandparents?|"
+    r"sister|brother|siblings?|son|daughter|kids?|children|baby|wife|husband|partner|fianc[ée]e?|boyfriend|"
+    r"girlfriend|aunt|uncle|cousin|niece|nephew|friends?|bestie|boss|manager|colleagues?|coworkers?|"
+    r"neighbou?rs?|roommate|flatmate|landlord|teacher|doctor|therapist|dogs?|cats?|puppy|kitten|pets?)\b",
+    ignore_case=True,
+)
+"""Someone in the speaker's life ("It's from my grandma", "my dog loves it"): a person (or a pet)
+the speaker has is a fact about them, however few the other words."""
 _PAST_EVENT = linear.compile(
     r"\b(?:got|went|gone|sold|bought|won|lost|broke|broken|quit|had|began|begun|found|left|took|made|ran|"
     r"drove|flew|wrote|built|fell|met|paid|spent|gave|brought|caught|chose|ate|drank|saw|came|became|grew|"
@@ -102,7 +114,7 @@ PLEASANTRY_WORDS = frozenset(
     laughing dying dead mad crazy insane iconic legend bless poor god gosh jeez fair true deal luck
     congrats congratulations jealous envious relief please rush worries worry stop typical ideas idea
     update news tell told say said know think guess mean feel feeling keep let go going off back
-    out about then now still ever never again enjoy fun funny cute exciting excited tired busy
+    out about then now still ever never again more wait enjoy fun funny cute exciting excited tired busy
     whole bit lot lots some any thing things whatever yikes eek hooray bravo fingers crossed
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
@@ -149,16 +161,17 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def judge(text: str, event_type: str, classifier: ChatterClassifier) -> list[SentenceVerdict]:
-    """A verdict for every sentence of ``text``, in order."""
-    return [_judge_sentence(i, sentence, event_type, classifier) for i, sentence in enumerate(sentences(text))]
+def judge(text: str, classifier: ChatterClassifier) -> list[SentenceVerdict]:
+    """A verdict for every sentence of ``text``, in order. Only the text is read: the same words
+    get the same verdict whichever route or event type brings them."""
+    return [_judge_sentence(i, sentence, classifier) for i, sentence in enumerate(sentences(text))]
 
 
 def memorable(verdicts: list[SentenceVerdict]) -> bool:
     return any(v.verdict == "memorable" for v in verdicts)
 
 
-def _judge_sentence(index: int, sentence: str, event_type: str, classifier: ChatterClassifier) -> SentenceVerdict:
+def _judge_sentence(index: int, sentence: str, classifier: ChatterClassifier) -> SentenceVerdict:
     if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
         sentence = sentence.capitalize()
     words = _WORD.findall(sentence)
@@ -175,7 +188,7 @@ def _judge_sentence(index: int, sentence: str, event_type: str, classifier: Chat
     marks = _fact_marks(sentence, words, content)
     if marks:
         return SentenceVerdict(index, "memorable", marks)
-    if classifier.is_chatter(sentence, event_type):
+    if classifier.is_chatter(sentence):
         return SentenceVerdict(index, "chatter", "classifier")
     return SentenceVerdict(index, "memorable", "classifier")
 
@@ -196,6 +209,8 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "plan"
     if _english(_PREFERENCE, sentence):
         return "preference"
+    if _english(_RELATION, sentence):
+        return "relation"
     if _english(_FIRST_PERSON, sentence) and len(content) >= 3:
         return "first_person_statement"
     if _possessive_name(sentence):
@@ -251,6 +266,8 @@ def _short_personal_fact(sentence: str, words: list[str]) -> str:
         return "time"
     if _english(_PREFERENCE, sentence):
         return "preference"
+    if _english(_RELATION, sentence):
+        return "relation"
     if _english(_ADDRESSED, sentence):  # asking the listener, or about them, tells nothing new
         return ""
     if any(w.lower() in _LIFE_EVENTS for w in words):
