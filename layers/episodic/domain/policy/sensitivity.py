@@ -8,8 +8,9 @@ sexuality, finances, family trouble, legal trouble). The policy keeps them, name
 kind (``sensitive:<kind>`` reason codes) and suggests ``sensitive`` as their privacy class;
 see :class:`~episodic.domain.policy.WritePolicy` for what it then stores.
 
-English patterns only, chosen for precision: a word that is only sometimes sensitive
-("operation", "church" as a place) needs a context word next to it.
+English patterns, chosen for precision: a word that is only sometimes sensitive ("operation",
+"church" as a place) needs a context word next to it; Spanish and German ones in
+:mod:`~episodic.domain.policy.sensitivity_i18n`, read on the text with its accents folded.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from functools import cache
 
 from episodic.domain import linear
+from episodic.domain.policy import sensitivity_i18n
 
 _KINDS: dict[str, str] = {
     "health": r"""
@@ -91,6 +93,15 @@ def _patterns() -> dict[str, linear.Pattern]:
 
 
 @cache
+def _other_languages() -> tuple[linear.Pattern, dict[str, linear.Pattern]]:
+    """Every other language's patterns joined into one (most texts match none of them: one
+    search instead of one a kind), and each kind's own."""
+    bodies = {kind: " | ".join(languages) for kind, languages in sensitivity_i18n.KINDS.items()}
+    joined = _compiled(rf"\b(?:{' | '.join(bodies.values())})")
+    return joined, {kind: _compiled(rf"\b(?:{body})") for kind, body in bodies.items()}
+
+
+@cache
 def _exceptions() -> dict[str, linear.Pattern]:
     return {kind: _compiled(body) for kind, body in _EXCEPTED.items()}
 
@@ -104,7 +115,13 @@ def _excepted(kind: str, text: str) -> bool:
 
 
 def disclosures(text: str) -> list[str]:
-    r"""The kinds of sensitive disclosure ``text`` makes (sorted), or ``[]``. The words are English:
-    they are looked for where Python's Unicode ``\b`` would find them (:func:`linear.ascii_words`)."""
+    r"""The kinds of sensitive disclosure ``text`` makes (sorted), or ``[]``. English words are
+    looked for where Python's Unicode ``\b`` would find them (:func:`linear.ascii_words`), Spanish
+    and German ones in the text without its accents."""
     english = linear.ascii_words(text)
-    return sorted(kind for kind, pattern in _patterns().items() if pattern.search(english) or _excepted(kind, english))
+    kinds = {kind for kind, pattern in _patterns().items() if pattern.search(english) or _excepted(kind, english)}
+    joined, by_kind = _other_languages()
+    plain = sensitivity_i18n.folded(text)
+    if joined.search(plain):
+        kinds.update(kind for kind, pattern in by_kind.items() if pattern.search(plain))
+    return sorted(kinds)
