@@ -187,6 +187,35 @@ class TorchMiniLM:
                             show_progress_bar=False)  # fmt: skip
 
 
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+PADDING_ALLOWANCE = 1.15
+"""How many token slots a forward pass may spend per real token. A pass pads every text to its
+longest, and its cost grows with the slots: under concurrent load the embedder's workers gather
+a one-line question with a paragraph-long episode, and padding the question to the paragraph
+spent 20-30% of the model's time on padding (``benchmarks/mixed_load.py``). Texts sorted by
+length are cut into runs that waste at most this much; a run's fixed cost is small beside it."""
+
+
+def padded_runs(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indexes of ``lengths`` grouped into forward passes: sorted by length, at most
+    ``batch_size`` a pass, and a new pass wherever padding to the next (longer) text would make
+    the pass hold more than :data:`PADDING_ALLOWANCE` slots per real token."""
+    runs: list[list[int]] = []
+    current: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        slots = (len(current) + 1) * lengths[i]
+        if current and (len(current) == batch_size or slots > PADDING_ALLOWANCE * (tokens + lengths[i])):
+            runs.append(current)
+            current, tokens = [], 0
+        current.append(i)
+        tokens += lengths[i]
+    if current:
+        runs.append(current)
+    return runs
+
+
 class OnnxMiniLM:
     """The exported graph on ONNX Runtime, with the model's own fast tokenizer (no PyTorch)."""
 
@@ -203,7 +232,7 @@ class OnnxMiniLM:
         self._lock = threading.Lock()
         self._tokenizer = Tokenizer.from_file(str(_weights() / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # the file pads every text to a fixed width; encode pads per run
 
     def _session(self, threads: int) -> Any:
         """A session per thread count (one core for a small pass, all for a batch), made once."""
@@ -219,18 +248,19 @@ class OnnxMiniLM:
             return self._sessions[threads]
 
     def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any:
+        """Unit vectors of ``texts``, in runs of similar token lengths (:func:`padded_runs`)."""
         import numpy as np
 
         session = self._session(max(1, threads))
         vectors = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
-        for start in range(0, len(texts), batch_size):
-            chosen = by_length[start : start + batch_size]
-            encoded = self._tokenizer.encode_batch([texts[i] for i in chosen])
-            feed = {
-                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-            }
-            vectors[chosen] = session.run(None, feed)[0]
+        encoded = self._tokenizer.encode_batch(list(texts))
+        for run in padded_runs([len(e.ids) for e in encoded], batch_size):
+            width = max(len(encoded[i].ids) for i in run)
+            feed = {name: np.zeros((len(run), width), dtype=np.int64) for name in _INPUTS}
+            for row, i in enumerate(run):
+                e = encoded[i]
+                feed["input_ids"][row, : len(e.ids)] = e.ids
+                feed["attention_mask"][row, : len(e.ids)] = e.attention_mask
+                feed["token_type_ids"][row, : len(e.ids)] = e.type_ids
+            vectors[run] = session.run(None, feed)[0]
         return vectors
