@@ -50,3 +50,20 @@ def test_given_an_operator_or_a_bad_actor_when_binding_a_token_then_it_is_refuse
     assert main(["tokens", "create", "--actor", "not an id", "--data-dir", data]) == 2
     assert "the actors must be 1 to 50 valid ids" in capsys.readouterr().err
     assert not (tmp_path / "data" / "tokens.json").exists()
+
+
+def test_given_the_random_source_when_a_token_would_start_with_a_dash_then_another_is_drawn(monkeypatch):
+    from episodic.entrypoints.server import tokens
+
+    draws = iter(["-looks-like-an-option", "a-usable-argument"])
+    monkeypatch.setattr(tokens.secrets, "token_urlsafe", lambda size: next(draws))
+    assert tokens.new_token() == "a-usable-argument"
+
+
+def test_given_a_token_file_with_a_dash_token_when_rotated_after_a_double_dash_then_it_is_replaced(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "tokens.json").write_text('{"-older-token-from-before": {"tenantId": "acme", "role": "agent"}}')
+    assert main(["tokens", "--data-dir", str(data), "rotate", "--", "-older-token-from-before"]) == 0
+    rotated = capsys.readouterr().out.strip()
+    assert set(load_tokens(data, environ={}).tokens) == {rotated} and not rotated.startswith("-")

@@ -91,7 +91,9 @@ def _mcp(mcp: argparse.ArgumentParser) -> None:
 def _tokens(tokens: argparse.ArgumentParser) -> None:
     tokens.add_argument("action", choices=("list", "create", "rotate", "jwt"), nargs="?", default="list",
                         help="jwt: a short-lived JWT for the deployed API's authorizer")  # fmt: skip
-    tokens.add_argument("token", nargs="?", help="rotate: the token to replace")
+    tokens.add_argument(
+        "token", nargs="?", help="rotate: the token to replace (one that starts with - after --: rotate -- TOKEN)"
+    )
     tokens.add_argument("--tenant", default="demo", help="create, jwt: the tenant")
     tokens.add_argument("--role", default="agent", choices=("agent", "operator"), help="create, jwt: the role")
     tokens.add_argument("--actor", action="append", metavar="ACTOR_ID",

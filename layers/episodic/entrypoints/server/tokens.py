@@ -104,14 +104,22 @@ def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenB
         return TokenBook(tokens, str(path))
     data_dir.mkdir(parents=True, exist_ok=True)
     raw = {
-        secrets.token_urlsafe(24): {"tenantId": "demo", "role": "agent"},
-        secrets.token_urlsafe(24): {"tenantId": "demo", "role": "operator"},
+        new_token(): {"tenantId": "demo", "role": "agent"},
+        new_token(): {"tenantId": "demo", "role": "operator"},
     }
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump(raw, handle, indent=2)
     tokens = {t: _from_file(t, v) for t, v in raw.items()}
     return TokenBook(tokens, str(path), created=True)
+
+
+def new_token() -> str:
+    """A random bearer token (24 bytes, URL-safe) that never starts with ``-``: the CLI takes it
+    as an argument (``episodic tokens rotate TOKEN``), where a leading dash reads as an option."""
+    while (token := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return token
 
 
 def token_file(data_dir: Path) -> Path:
@@ -126,7 +134,7 @@ def listed_tokens(data_dir: Path) -> list[tuple[str, str, str, list[str] | None]
 def create_token(data_dir: Path, tenant: str, role: str, actors: list[str] | None = None) -> str:
     """A new token for ``tenant`` and ``role`` in the tokens file (created, mode 0600, if missing),
     bound to ``actors`` when given (an agent that acts for them only)."""
-    token = secrets.token_urlsafe(24)
+    token = new_token()
     _caller(token, tenant, role, actors, where="new token")  # the tenant, role and actors must be valid
     raw = _read(data_dir)
     raw[token] = {"tenantId": tenant, "role": role} | ({"actors": list(dict.fromkeys(actors))} if actors else {})
@@ -141,7 +149,7 @@ def rotate_token(data_dir: Path, old: str) -> str:
     if old not in raw:
         raise ValueError(f"that token is not in {token_file(data_dir)}")
     entry = raw.pop(old)
-    new = secrets.token_urlsafe(24)
+    new = new_token()
     raw[new] = entry
     _write(data_dir, raw)
     return new
