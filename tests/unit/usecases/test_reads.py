@@ -277,3 +277,13 @@ def test_given_a_question_followed_by_its_own_speaker_when_recalled_then_that_tu
     more = remember_turn(writes, "Mum said you start at the glasshouses in April", 1, actorId="corinne")
     found = {i.episode.event_id: i for i in reads.recall(AGENT, RecallRequest(query="garden centre leaving")).items}
     assert more not in found or found[more].components.replies_to is None
+
+
+def test_given_a_query_vector_and_a_names_vector_when_leaning_then_it_is_unit_length_and_between_them():
+    from episodic.application.usecases.reads import leaning
+
+    query, names = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    mixed = leaning(query, names, 0.5)
+    assert sum(x * x for x in mixed) == pytest.approx(1.0, abs=1e-9)
+    assert mixed[0] > mixed[1] > 0.0 and mixed[2] == pytest.approx(0.0, abs=1e-12)  # nearer the query
+    assert leaning(query, query, 0.5) == pytest.approx(query, abs=1e-9)
