@@ -11,6 +11,7 @@ import pytest
 
 from episodic.domain.model import Caller, Role
 from episodic.evals.conversations import (
+    LABELLED_TEST_SETS,
     conversation_metrics,
     format_report,
     last_moment,
@@ -31,6 +32,23 @@ def test_given_the_test_conversations_when_written_and_asked_then_no_metric_regr
         if name.startswith("conversation_")
     }
     assert len(thresholds) >= 4
+    assert check_thresholds(metrics, thresholds) == []
+
+
+@pytest.mark.parametrize("prefix", sorted(LABELLED_TEST_SETS))
+def test_given_a_labelled_test_set_when_written_and_asked_then_it_keeps_its_floors(prefix, tmp_path, minilm):
+    """The Spanish and German test splits and the two domain sets: recall, gold turns denied and
+    the precision of ``not_memorable``, each against its own recorded floor."""
+    metrics = conversation_metrics(local_services(tmp_path, minilm), SUITE / LABELLED_TEST_SETS[prefix], prefix=prefix)
+    print(format_report(metrics[f"_{prefix}_report"]))
+    thresholds = {
+        name: bound
+        for name, bound in json.loads((SUITE / "thresholds.json").read_text()).items()
+        if name.startswith(f"{prefix}_")
+    }
+    assert {f"{prefix}_recall_at_10", f"{prefix}_gold_turns_denied", f"{prefix}_not_memorable_precision"} <= set(
+        thresholds
+    )
     assert check_thresholds(metrics, thresholds) == []
 
 

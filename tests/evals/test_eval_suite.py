@@ -7,9 +7,11 @@ import pytest
 
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import build_local_service
+from episodic.evals.conversations import LABELLED_TEST_SETS
 from episodic.evals.governance import SUITE_NOW, ManualClock, check_thresholds, run_suite
 
 SUITE = Path(__file__).parent
+CONVERSATION_PREFIXES = tuple(f"{prefix}_" for prefix in ("conversation", *LABELLED_TEST_SETS))
 
 
 def test_given_the_labelled_suite_when_evaluated_then_no_metric_regresses(tmp_path, minilm):
@@ -20,7 +22,7 @@ def test_given_the_labelled_suite_when_evaluated_then_no_metric_regresses(tmp_pa
     thresholds = {
         name: bound
         for name, bound in json.loads((SUITE / "thresholds.json").read_text()).items()
-        if not name.startswith("conversation_")  # tests/evals/test_conversation_benchmark.py
+        if not name.startswith(CONVERSATION_PREFIXES)  # tests/evals/test_conversation_benchmark.py
     }
     print(json.dumps({k: v for k, v in metrics.items() if not k.startswith("_")}, indent=1))
     assert check_thresholds(metrics, thresholds) == [], metrics.get("_wrong_decisions")

@@ -234,22 +234,37 @@ def local_services(tmp: Path, model: Any, **settings: Any) -> Callable[[datetime
     return build
 
 
+LABELLED_TEST_SETS = {
+    "spanish": "conversations_es/test",
+    "german": "conversations_de/test",
+    "support": "domains/support",
+    "incidents": "domains/incidents",
+}
+"""The labelled sets beside the English conversations that nothing was tuned on, by the prefix of
+their metrics (``spanish_recall_at_10``, ...), with their folders under the evaluation suite: the
+Spanish and German chats' test splits, support tickets with tool results, an incident log with
+handoffs."""
+
+
 def conversation_metrics(
-    build: Callable[[datetime], MemoryService], folder: Path, progress: Callable[[str], None] = lambda _: None
+    build: Callable[[datetime], MemoryService],
+    folder: Path,
+    progress: Callable[[str], None] = lambda _: None,
+    prefix: str = "conversation",
 ) -> dict[str, Any]:
-    """The benchmark on every conversation of ``folder`` as flat metrics for ``episodic eval``
-    (``_conversation_report`` holds the full report, misses included)."""
+    """The benchmark on every conversation of ``folder`` as flat metrics for ``episodic eval``,
+    named ``{prefix}_...`` (``_{prefix}_report`` holds the full report, misses included)."""
     report = summarise_scores([run_conversation(build, c, progress) for c in load_conversations(folder)])
     metrics: dict[str, Any] = {
-        "conversation_recall_at_10": report["all"]["recall"],
-        "conversation_ndcg_at_10": report["all"]["ndcg"],
+        f"{prefix}_recall_at_10": report["all"]["recall"],
+        f"{prefix}_ndcg_at_10": report["all"]["ndcg"],
     }
     for kind in KINDS:
         if kind in report:
-            metrics[f"conversation_{kind}_recall_at_10"] = report[kind]["recall"]
+            metrics[f"{prefix}_{kind}_recall_at_10"] = report[kind]["recall"]
     writes = report["writes"]
-    metrics["conversation_gold_turns_denied"] = writes["goldDenied"]
-    metrics["conversation_not_memorable_precision"] = writes["notMemorablePrecision"]
-    metrics["conversation_not_memorable_recall"] = writes["notMemorableRecall"]
-    metrics["_conversation_report"] = report
+    metrics[f"{prefix}_gold_turns_denied"] = writes["goldDenied"]
+    metrics[f"{prefix}_not_memorable_precision"] = writes["notMemorablePrecision"]
+    metrics[f"{prefix}_not_memorable_recall"] = writes["notMemorableRecall"]
+    metrics[f"_{prefix}_report"] = report
     return metrics

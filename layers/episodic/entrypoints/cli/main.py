@@ -132,14 +132,17 @@ def _measure(suite: Path) -> dict[str, Any]:
             service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock, notifier=quiet_notifier())
             metrics = run_suite(service, clock, suite)
             service.close()
-        conversations = suite / "conversations" / "test"
-        if conversations.is_dir():
-            from episodic.evals.conversations import conversation_metrics, local_services
+        from episodic.evals.conversations import LABELLED_TEST_SETS, conversation_metrics, local_services
 
-            total = len(list(conversations.glob("*.json")))
-            with progress("conversation benchmark (test split)", total=total) as step:
+        sets = {"conversation": "conversations/test", **LABELLED_TEST_SETS}
+        for prefix, where in sets.items():
+            folder = suite / where
+            if not folder.is_dir():
+                continue
+            total = len(list(folder.glob("*.json")))
+            with progress(f"labelled set {where} (never tuned on)", total=total) as step:
                 build = local_services(Path(tmp), service.deps.embedder)
-                metrics |= conversation_metrics(build, conversations, lambda _done: step.advance())
+                metrics |= conversation_metrics(build, folder, lambda _done: step.advance(), prefix)
     return metrics
 
 
