@@ -154,3 +154,25 @@ def test_given_a_question_that_is_not_a_turn_when_ranked_then_it_keeps_all_its_r
     eps = {"e": episode("e", 1, summary="Should invoices go out as PDF?")}
     item = Ranker().rank([Candidate("e", lexical=1.0, semantic=1.0)], eps, NOW, True, 10)[0]
     assert item.components.relevance == pytest.approx(1.0)
+
+
+def test_given_a_pool_when_the_leading_items_are_asked_then_they_are_the_most_relevant_evidence():
+    """What a second round takes names from: by relevance alone, a question turn at its share,
+    nothing under the floor on meaning, at most ``limit``."""
+    eps = {
+        "fact": _turn("fact", "Kirsty talked me into the half marathon", "dana"),
+        "asked": _turn("asked", "Did Kirsty talk you into the half marathon?", "corinne"),
+        "old": episode("old", 300),
+        "noise": episode("noise", 0),
+    }
+    cands = [
+        Candidate("asked", lexical=4.0, semantic=0.8),
+        Candidate("fact", lexical=3.8, semantic=0.78),
+        Candidate("old", lexical=2.0, semantic=0.6),
+        Candidate("noise", lexical=4.0, semantic=0.05),  # the best words, nothing in common in meaning
+    ]
+    ranker = Ranker(RankingWeights(min_semantic=0.25))
+    leading = [e.event_id for e in ranker.leading(cands, eps, semantic=True, limit=3)]
+    assert leading == ["fact", "asked", "old"]  # the question turn yields to the statement; age does not count
+    assert [e.event_id for e in ranker.leading(cands, eps, semantic=True, limit=1)] == ["fact"]
+    assert ranker.leading(cands, {}, semantic=True, limit=3) == []

@@ -153,19 +153,15 @@ class Reads:
         found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
         episodes = self._admitted(caller, scope, [c.event_id for c in found.items])
         replies = self._replies(scope, found.items, episodes, vector is not None) if query else {}
-        ranked = deps.ranker.rank(
-            found.items, episodes, now, has_query=query is not None, limit=request.limit, semantic=vector is not None,
-            replies=replies,
-        )  # fmt: skip
-        second = self._widen(caller, scope, (query, vector), request, ranked, episodes) if query is not None else None
+        second = self._widen(caller, scope, (query, vector), request, found, episodes) if query is not None else None
         if second is not None:
             names, widened = second
-            ranked = deps.ranker.rank(
-                found.items, episodes, now, has_query=True, limit=request.limit, semantic=vector is not None,
-                widened=widened.items, replies=replies,
-            )  # fmt: skip
             explained = explained.model_copy(update={"widened_with": names})
             degraded = (*degraded, *widened.degraded)
+        ranked = deps.ranker.rank(
+            found.items, episodes, now, has_query=query is not None, limit=request.limit, semantic=vector is not None,
+            widened=None if second is None else second[1].items, replies=replies,
+        )  # fmt: skip
         return ranked, explained, (*degraded, *found.degraded)
 
     def _admitted(self, caller: Caller, scope: Scope, event_ids: Sequence[str]) -> dict[str, Episode]:
@@ -195,7 +191,7 @@ class Reads:
         scope: Scope,
         asked: tuple[str, Vector | None],
         request: RecallRequest,
-        ranked: list[RecallItem],
+        first: RecallCandidates,
         episodes: dict[str, Episode],
     ) -> tuple[list[str], RecallCandidates] | None:
         """The second round: the query (text and vector, as ``asked``) plus the names its best
@@ -207,16 +203,18 @@ class Reads:
         into the half marathon?" -> "Kirsty" -> "bouldering with Kirsty from the garden
         centre"), for one short embedding (the names alone, :data:`NAMES_WEIGHT`) and one more
         index search per recall."""
-        query, first = asked
-        if not request.widen or not ranked:
+        query, vector = asked
+        if not request.widen:
             return None
-        best = [item.episode for item in ranked[:WIDENING_SOURCES]]
+        best = self.deps.ranker.leading(first.items, episodes, vector is not None, WIDENING_SOURCES)
+        if not best:
+            return None
         names = widening_names(query, [e.summary for e in best], {e.actor_id for e in episodes.values()})
         if not names:
             return None
         wider = f"{query} {' '.join(names)}"
-        vector, degraded = (None, ()) if first is None else self._query_vector(" ".join(names))
-        vector = None if first is None or vector is None else leaning(first, vector, NAMES_WEIGHT)
+        toward, degraded = (None, ()) if vector is None else self._query_vector(" ".join(names))
+        vector = None if vector is None or toward is None else leaning(vector, toward, NAMES_WEIGHT)
         pool = max(self.deps.settings.recall_pool_size, request.limit)
         found = self.deps.index.candidates(scope, wider, vector, pool, embedder=self.deps.embedder.name)
         missing = [c.event_id for c in found.items if c.event_id not in episodes]

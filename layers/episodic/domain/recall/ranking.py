@@ -175,6 +175,23 @@ class Ranker:
                 return inherited, question
         return relevance, None
 
+    def leading(
+        self, candidates: Iterable[Candidate], episodes: Mapping[str, Episode], semantic: bool, limit: int
+    ) -> list[Episode]:
+        """The ``limit`` episodes most relevant to the query that are evidence (a question turn
+        at its share): what a second round takes names from, without scoring the whole pool
+        twice (recency, importance and trust barely move the first few of a query's items)."""
+        relevance = self._relevance([c for c in candidates if c.event_id in episodes], semantic)
+        compared = any(meaning for _, _, meaning in relevance.values())
+        share = self.weights.question_share
+        evidence = [
+            (relevance_ * (share if is_question(episodes[event_id]) else 1.0), event_id)
+            for event_id, (relevance_, _, meaning) in relevance.items()
+            if self._is_evidence(relevance_, meaning, compared)
+        ]
+        evidence.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [episodes[event_id] for _, event_id in evidence[:limit]]
+
     def questions(
         self, candidates: Iterable[Candidate], episodes: Mapping[str, Episode], semantic: bool, limit: int
     ) -> list[Episode]:
