@@ -297,3 +297,15 @@ def test_given_a_disclosure_of_a_few_words_when_decided_then_it_is_kept_and_clas
 def test_given_a_short_disclosure_word_asked_of_the_listener_then_it_stays_chatter(text: str) -> None:
     verdicts = memorability.judge(text, default_classifier())
     assert not memorability.memorable(verdicts), verdicts
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Ivo asked for paper invoices", "Customer asked to speak to a manager", "Dana complained about late parcels"],
+)
+def test_given_a_request_naming_what_was_asked_when_judged_then_it_is_a_fact(text):
+    assert [(v.verdict, v.why) for v in memorability.judge(text, default_classifier())] == [("memorable", "request")]
+
+
+def test_given_a_request_about_the_conversation_itself_when_judged_then_it_is_not_a_request():
+    assert all(v.why != "request" for v in memorability.judge("User asked for help", default_classifier()))

@@ -61,6 +61,18 @@ _RELATION = linear.compile(
 )
 """Someone in the speaker's life ("It's from my grandma", "my dog loves it"): a person (or a pet)
 the speaker has is a fact about them, however few the other words."""
+_REQUEST = linear.compile(
+    r"\b(?:asked|asks|asking) (?:for|about|whether|if|to)\b|\b(?:requested|requests|reported|reports|complained|"
+    r"complains)\b",
+    ignore_case=True,
+)
+"""Someone asking for, reporting or complaining about something ("Ivo asked for paper invoices",
+"Customer reported a double charge"): what they want or what went wrong, when the sentence names
+it (:data:`REQUEST_OBJECT_WORDS`), not the conversation itself ("User asked for help")."""
+REQUEST_OBJECT_WORDS = 2
+"""Content words besides the verb, the speaker and words about the conversation that a request
+must name."""
+_REQUEST_VERBS = frozenset("asked asks asking requested requests reported reports complained complains".split())  # noqa: SIM905
 _PAST_EVENT = linear.compile(
     r"\b(?:got|went|gone|sold|bought|won|lost|broke|broken|quit|had|began|begun|found|left|took|made|ran|"
     r"drove|flew|wrote|built|fell|met|paid|spent|gave|brought|caught|chose|ate|drank|saw|came|became|grew|"
@@ -211,6 +223,8 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
         return "preference"
     if _english(_RELATION, sentence):
         return "relation"
+    if _english(_REQUEST, sentence) and len(_request_object(content)) >= REQUEST_OBJECT_WORDS:
+        return "request"
     if _english(_FIRST_PERSON, sentence) and len(content) >= 3:
         return "first_person_statement"
     if _possessive_name(sentence):
@@ -218,6 +232,12 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
     if _past_event(sentence, content):
         return "event"
     return ""
+
+
+def _request_object(content: list[str]) -> list[str]:
+    """The content words of a request that name what it is about: not the verb, not a name (the
+    one asking), not the conversation's own words."""
+    return [w for w in content if w.lower() not in _REQUEST_VERBS | _CONVERSATION_WORDS and not w[:1].isupper()]
 
 
 _ADDRESSED = linear.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|ur)\b", ignore_case=True)
