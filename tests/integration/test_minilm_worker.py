@@ -95,3 +95,15 @@ def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_
     for caller in callers:
         caller.join(timeout=10)
     assert one._model.most_at_once == 1  # one worker: the second waits for the next pass
+
+
+def test_given_a_started_query_when_waited_for_then_it_is_the_embedding_and_is_kept_for_next_time(minilm):
+    embedder = MiniLMEmbedder()
+    embedder._model = minilm._load()
+    wait = embedder.start_query("which customer reported the invoice problem?")
+    embedder.embed(["something else the caller does meanwhile"])  # the worker serves both
+    vector = wait()
+    assert np.allclose(vector, minilm.embed(["which customer reported the invoice problem?"])[0], atol=1e-5)
+    passes = embedder.passes
+    again = embedder.start_query("which customer reported the invoice problem?")()
+    assert embedder.passes == passes and np.allclose(again, vector, atol=1e-6)  # from the cache, no pass

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from episodic.adapters.opensearch.scoped import DynamoScopedIndex, ScopeTooLargeError
-from episodic.application.ports import RecallCandidates, Scope, StoredEpisode, Vector
+from episodic.application.ports import PendingVector, RecallCandidates, Scope, StoredEpisode, Vector
 from episodic.domain.model import Episode, PrivacyClass
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -166,3 +166,13 @@ def test_given_a_query_matching_nothing_and_no_comparable_vector_when_queried_th
         SCOPE, "refund for order 4471", [1.0, 0.0], pool_size=2
     )
     assert found.items == []
+
+
+def test_given_a_pending_query_vector_when_ranked_then_it_is_read_once_and_ranks_as_the_vector_would():
+    by_text = _stored(0, "Refund for order 4471 was approved", vector=[0.0, 1.0], embedder=MODEL)
+    by_vector = _stored(1, "Weekly sync moved to Thursday", vector=[1.0, 0.0], embedder=MODEL)
+    index = DynamoScopedIndex(InMemoryScopeReaderDouble([by_text, by_vector]), embedder=MODEL)
+    reads: list[int] = []
+    pending = PendingVector(lambda: reads.append(1) or [1.0, 0.0])
+    found = index.candidates(SCOPE, "refund order 4471", pending, pool_size=2)
+    assert reads == [1] and found == index.candidates(SCOPE, "refund order 4471", [1.0, 0.0], pool_size=2)

@@ -11,7 +11,7 @@ import pytest
 from episodic.application.ports import AuditQuery
 from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.reads import Reads, scope_for
-from episodic.domain.errors import NotFoundError
+from episodic.domain.errors import NotFoundError, StorageError
 from episodic.domain.model import Caller, PrivacyClass, RecallRequest, Role, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, proposal, remember_turn
 from tests.unit.usecases.doubles import StoreSpyDouble
@@ -287,3 +287,43 @@ def test_given_a_query_vector_and_a_names_vector_when_leaning_then_it_is_unit_le
     assert sum(x * x for x in mixed) == pytest.approx(1.0, abs=1e-9)
     assert mixed[0] > mixed[1] > 0.0 and mixed[2] == pytest.approx(0.0, abs=1e-12)  # nearer the query
     assert leaning(query, query, 0.5) == pytest.approx(query, abs=1e-9)
+
+
+class BackgroundEmbedderDouble:
+    """TEST DOUBLE: the hashing embedder with ``start_query``; the query's wait fails while
+    ``down`` (a model that stopped between the start and the wait)."""
+
+    def __init__(self, real) -> None:
+        self.real, self.down, self.started = real, False, []
+        self.name, self.dimension = real.name, real.dimension
+
+    def embed(self, texts):
+        return self.real.embed(texts)
+
+    def start_query(self, text):
+        self.started.append(text)
+
+        def wait():
+            if self.down:
+                raise StorageError("the model stopped")
+            return self.real.embed([text])[0]
+
+        return wait
+
+
+def test_given_an_embedder_that_runs_in_the_background_when_recalling_then_it_is_used_and_a_failure_degrades(
+    deps, writes
+):
+    from dataclasses import replace
+
+    kept = writes.remember(AGENT, proposal(summary="Customer wants invoices as PDF from now on"))
+    background = BackgroundEmbedderDouble(deps.embedder)
+    reads = Reads(replace(deps, embedder=background))
+    answer = reads.recall(AGENT, RecallRequest(query="invoices as PDF", widen=False))
+    assert background.started == ["invoices as PDF"] and answer.degraded == []
+    assert answer.items[0].episode.event_id == kept.event_id and answer.items[0].components.semantic > 0
+
+    background.down = True
+    by_words = reads.recall(AGENT, RecallRequest(query="invoices as PDF", widen=False))
+    assert by_words.degraded == ["semantic_unavailable"]
+    assert by_words.items[0].episode.event_id == kept.event_id and by_words.items[0].components.semantic == 0

@@ -19,7 +19,7 @@ import os
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,20 +111,47 @@ class MiniLMEmbedder:
         if missing:
             unique = list(missing)
             vectors = self._through_worker(unique)
-            with self._cache_lock:
-                for text, vector in zip(unique, vectors, strict=True):
-                    for i in missing[text]:
-                        results[i] = vector
-                    self._cache[text] = vector
-                    while len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+            for text, vector in zip(unique, vectors, strict=True):
+                for i in missing[text]:
+                    results[i] = vector
+                self._keep(text, vector)
         return results
+
+    def start_query(self, text: str) -> Callable[[], Any]:
+        """``text``'s vector, started now on a worker: the call returned waits for it. The
+        caller goes on meanwhile (recall searches by words while the model runs)."""
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                return lambda: cached
+        pending = self._submit([text])
+
+        def wait() -> Any:
+            (vector,) = self._collect(pending)
+            self._keep(text, vector)
+            return vector
+
+        return wait
+
+    def _keep(self, text: str, vector: Any) -> None:
+        with self._cache_lock:
+            self._cache[text] = vector
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
     def _through_worker(self, texts: list[str]) -> list[Any]:
         """The vectors of ``texts``, computed by a worker in its next forward pass."""
+        return self._collect(self._submit(texts))
+
+    def _submit(self, texts: list[str]) -> _Pending:
         pending = _Pending(texts)
         self._start_workers()
         self._pending.put(pending)
+        return pending
+
+    @staticmethod
+    def _collect(pending: _Pending) -> list[Any]:
         pending.done.wait()
         if pending.error is not None:
             raise pending.error

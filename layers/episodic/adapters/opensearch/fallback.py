@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 
 from episodic.adapters.opensearch.scoped import ScopeTooLargeError
-from episodic.application.ports import RecallCandidates, RecallIndex, Scope, Vector
+from episodic.application.ports import PendingVector, RecallCandidates, RecallIndex, Scope, Vector
 from episodic.domain.errors import StorageError
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class FallbackRecallIndex:
         self,
         scope: Scope,
         query_text: str | None,
-        query_vector: Vector | None,
+        query_vector: Vector | PendingVector | None,
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:

@@ -72,7 +72,7 @@ from opensearchpy.helpers import streaming_bulk
 from episodic.adapters.opensearch.client import error_type, storage_errors
 from episodic.adapters.opensearch.queries import lexical_search, newest_search, scope_filter, semantic_search
 from episodic.adapters.opensearch.schema import check_cluster, ensure_index
-from episodic.application.ports import RecallCandidates, Scope, Vector
+from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.domain.model import Episode
 from episodic.domain.recall.ranking import Candidate
@@ -260,15 +260,17 @@ class OpenSearchRecallIndex:
         self,
         scope: Scope,
         query_text: str | None,
-        query_vector: Vector | None,
+        pending: Vector | PendingVector | None,
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:
         """Scoped candidates with raw signals (BM25 score, cosine); ranking is the service's.
 
-        ``embedder`` names the model that made ``query_vector``. This index holds vectors of
+        ``embedder`` names the model that made the query vector. This index holds vectors of
         one model only; a query vector from another one is not compared with them (the
-        k-NN search is left out and every candidate's ``semantic`` is 0)."""
+        k-NN search is left out and every candidate's ``semantic`` is 0). One request carries
+        both searches, so a pending vector is waited for first."""
+        query_vector = resolved(pending)
         filters = scope_filter(scope)
         if pool_size < 1:
             raise InvalidRequestError("pool_size must be at least 1")

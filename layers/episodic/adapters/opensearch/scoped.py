@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import Stemmer
 
-from episodic.application.ports import RecallCandidates, Scope, ScopeReader, Vector
+from episodic.application.ports import PendingVector, RecallCandidates, Scope, ScopeReader, Vector, resolved
 from episodic.domain.errors import InvalidRequestError
 from episodic.domain.recall.ranking import Candidate
 
@@ -41,12 +41,12 @@ class DynamoScopedIndex:
         self,
         scope: Scope,
         query_text: str | None,
-        query_vector: Vector | None,
+        pending: Vector | PendingVector | None,
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:
         embedder = embedder or self.embedder
-        if query_text is None and query_vector is None:
+        if query_text is None and pending is None:
             newest = []
             for stored in self.store.read_scope(scope):
                 newest.append(Candidate(event_id=stored.episode.event_id))
@@ -74,6 +74,7 @@ class DynamoScopedIndex:
         lexical = self._lexical(texts, query_text)
         semantic = np.zeros(len(ids), dtype=np.float32)
         compared = np.zeros(len(ids), dtype=bool)
+        query_vector = resolved(pending)  # after the words: the model may have run meanwhile
         if query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
             for i, vector in enumerate(vectors):

@@ -26,7 +26,7 @@ from episodic.adapters.sqlite.fts_terms import TermFrequencies, row_bound
 from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.scope_cache import ScopeCache
 from episodic.adapters.vectors.index import VectorSearch
-from episodic.application.ports import RecallCandidates, Scope, Vector
+from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.recall.query import lexical_terms
 from episodic.domain.recall.ranking import Candidate
 
@@ -54,7 +54,7 @@ class RecallReads:
         self,
         scope: Scope,
         query_text: str | None,
-        query_vector: Vector | None,
+        query_vector: Vector | PendingVector | None,
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:
@@ -66,14 +66,15 @@ class RecallReads:
         conn: sqlite3.Connection,
         scope: Scope,
         query_text: str | None,
-        query_vector: Vector | None,
+        pending: Vector | PendingVector | None,
         pool_size: int,
         embedder: str | None,
     ) -> RecallCandidates:
         """Without a query, the newest ``pool_size`` of the scope; with one, the union of the
-        best ``pool_size`` by vector (only vectors ``embedder`` made) and by BM25."""
+        best ``pool_size`` by vector (only vectors ``embedder`` made) and by BM25. The words
+        are searched first: a pending query vector is waited for only after them."""
         where, params = scope_sql(scope)
-        if query_text is None and query_vector is None:
+        if query_text is None and pending is None:
             rows = conn.execute(
                 f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
                 (*params, pool_size),
@@ -84,6 +85,7 @@ class RecallReads:
         own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id, texts)
         lexical = _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
         semantic: dict[str, float] = {}
+        query_vector = resolved(pending)
         if query_vector is not None and embedder is not None:
             semantic = self._semantic(conn, scope, query_vector, pool_size, embedder)
         ids = list(dict.fromkeys([*semantic, *lexical]))

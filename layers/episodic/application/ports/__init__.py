@@ -25,7 +25,7 @@ from episodic.application.ports.governance import (
 )
 from episodic.application.ports.maintenance import ColdArchive, ErasureCompaction, MaintenanceScans, VectorMaintenance
 from episodic.application.ports.providers import Clock, Embedder, Summariser, Vector
-from episodic.application.ports.search import RecallCandidates, RecallIndex, RecallProjection
+from episodic.application.ports.search import PendingVector, RecallCandidates, RecallIndex, RecallProjection, resolved
 from episodic.application.ports.store import (
     Changes,
     EpisodeStore,
@@ -57,6 +57,7 @@ __all__ = [
     "MaintenanceScans",
     "NewEpisode",
     "OutboxEntry",
+    "PendingVector",
     "RecallCandidates",
     "RecallIndex",
     "RecallProjection",
@@ -75,4 +76,5 @@ __all__ = [
     "TimelineStore",
     "Vector",
     "VectorMaintenance",
+    "resolved",
 ]

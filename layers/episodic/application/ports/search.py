@@ -3,13 +3,45 @@ projection the timeline's changes keep in step."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from episodic.application.ports.providers import Vector
 from episodic.application.ports.store import Scope
+from episodic.domain.errors import StorageError
 from episodic.domain.model import Episode
 from episodic.domain.recall.ranking import Candidate
+
+
+class PendingVector:
+    """A query's embedding that the model may still be computing: an index searches by words
+    first and reads the vector (:func:`resolved`) only for its search by meaning, so the two
+    overlap. ``wait`` returns the vector; an embedder that failed (``StorageError``) leaves
+    ``None`` and :attr:`failed` set, and recall goes on by words, as it does without a vector."""
+
+    def __init__(self, wait: Callable[[], Vector | None]) -> None:
+        self._wait: Callable[[], Vector | None] | None = wait
+        self._value: Vector | None = None
+        self._lock = threading.Lock()
+        self.failed = False
+
+    def value(self) -> Vector | None:
+        """The vector (waited for once, then kept), or ``None`` when it could not be made."""
+        with self._lock:
+            if self._wait is not None:
+                wait, self._wait = self._wait, None
+                try:
+                    self._value = wait()
+                except StorageError:
+                    self.failed = True
+            return self._value
+
+
+def resolved(vector: Vector | PendingVector | None) -> Vector | None:
+    """The vector itself: waited for when it is still pending."""
+    return vector.value() if isinstance(vector, PendingVector) else vector
 
 
 @dataclass(frozen=True)
@@ -32,13 +64,17 @@ class RecallIndex(Protocol):
         self,
         scope: Scope,
         query_text: str | None,
-        query_vector: Vector | None,
+        query_vector: Vector | PendingVector | None,
         pool_size: int,
         embedder: str | None = None,
     ) -> RecallCandidates:
         """Only episodes inside ``scope``. With a query: the best ``pool_size`` by BM25 and by
         cosine, comparing the query vector only with vectors made by ``embedder`` (the model
-        that made the query vector). Without a query: the newest ``pool_size``."""
+        that made the query vector). Without a query: the newest ``pool_size``.
+
+        A pending vector is read with :func:`resolved` as late as the index can (after its
+        search by words, where the two are separate); resolved to ``None``, the search is by
+        words alone."""
         ...
 
 

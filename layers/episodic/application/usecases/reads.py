@@ -11,11 +11,20 @@ block) is read under the recall's own scope.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from episodic.application.ports import Changes, Embedder, RecallCandidates, Scope, TimelineQuery, Vector
+from episodic.application.ports import (
+    Changes,
+    Embedder,
+    PendingVector,
+    RecallCandidates,
+    Scope,
+    TimelineQuery,
+    Vector,
+    resolved,
+)
 from episodic.application.usecases.deps import Deps, hash_text
 from episodic.application.usecases.replies import replies_to, session_turns, shifted
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
@@ -56,6 +65,21 @@ share of the names' own vector. Embedding the names alone is a pass over a few t
 whole wider question was a second full one; on the conversation benchmark the mix kept that
 question's recall at 0.5 (dev 0.823 against 0.824, test 0.806 against 0.805) and lost at 0.3
 (dev 0.820) and 1.0 (dev 0.813)."""
+
+
+def _raising(error: StorageError) -> Callable[[], Vector | None]:
+    """A wait that fails as the embedder did when asked to start."""
+
+    def wait() -> Vector | None:
+        raise error
+
+    return wait
+
+
+def _leaning_toward(vector: Vector, names: PendingVector) -> list[float] | None:
+    """The second round's vector: ``vector`` leaning toward the names' (None without one)."""
+    toward = names.value()
+    return None if toward is None else leaning(vector, toward, NAMES_WEIGHT)
 
 
 def leaning(vector: Vector, toward: Vector, weight: float) -> list[float]:
@@ -114,7 +138,7 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        vector, embedding = self._query_vector(query)
+        vector = None if query is None else self._start_embedding(query)
         ranked, explained, degraded = self._search(caller, request, query, vector, scope, explained)
         if not ranked and query is not None and explained.time_phrase is not None:
             # The window came from the words, not from the caller, and held nothing: search all
@@ -125,6 +149,7 @@ class Reads:
             )
         items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked]
         recall_id = deps.ids(now)
+        embedding = ("semantic_unavailable",) if vector is not None and vector.failed else ()
         degraded = (*embedding, *degraded, *self._account(caller, request, items, recall_id, now))
         return RecallResponse(
             recall_id=recall_id,
@@ -139,18 +164,19 @@ class Reads:
         caller: Caller,
         request: RecallRequest,
         query: str | None,
-        vector: Vector | None,
+        pending: PendingVector | None,
         scope: Scope,
         explained: QueryInterpretation,
     ) -> tuple[list[RecallItem], QueryInterpretation, tuple[str, ...]]:
-        """The ranked items for ``query`` (embedded as ``vector``) in ``scope``, with a second
-        round when it adds names; what recall tells the caller it understood; and what could
-        not be done."""
+        """The ranked items for ``query`` (embedded as ``pending``, which the model may still
+        be computing while the index searches by words) in ``scope``, with a second round when
+        it adds names; what recall tells the caller it understood; and what could not be done."""
         deps = self.deps
         now = scope.now
         degraded: tuple[str, ...] = ()
         pool = max(deps.settings.recall_pool_size, request.limit)
-        found = deps.index.candidates(scope, query, vector, pool, embedder=deps.embedder.name)
+        found = deps.index.candidates(scope, query, pending, pool, embedder=deps.embedder.name)
+        vector = resolved(pending)
         episodes = self._admitted(caller, scope, [c.event_id for c in found.items])
         replies = self._replies(scope, found.items, episodes, vector is not None) if query else {}
         second = self._widen(caller, scope, (query, vector), request, found, episodes) if query is not None else None
@@ -213,10 +239,14 @@ class Reads:
         if not names:
             return None
         wider = f"{query} {' '.join(names)}"
-        toward, degraded = (None, ()) if vector is None else self._query_vector(" ".join(names))
-        vector = None if vector is None or toward is None else leaning(vector, toward, NAMES_WEIGHT)
+        toward = pending = None
+        if vector is not None:
+            asked_vector, toward = vector, self._start_embedding(" ".join(names))
+            pending = PendingVector(lambda: _leaning_toward(asked_vector, toward))
         pool = max(self.deps.settings.recall_pool_size, request.limit)
-        found = self.deps.index.candidates(scope, wider, vector, pool, embedder=self.deps.embedder.name)
+        found = self.deps.index.candidates(scope, wider, pending, pool, embedder=self.deps.embedder.name)
+        resolved(pending)  # the index may not have needed it; a failure is reported all the same
+        degraded = ("semantic_unavailable",) if toward is not None and toward.failed else ()
         missing = [c.event_id for c in found.items if c.event_id not in episodes]
         episodes.update(self._admitted(caller, scope, missing))
         return names, RecallCandidates(found.items, (*found.degraded, *degraded))
@@ -280,15 +310,19 @@ class Reads:
                 return ("access_stats_not_updated",)
         return ()
 
-    def _query_vector(self, query: str | None) -> tuple[Vector | None, tuple[str, ...]]:
-        """The query's embedding; when the embedder is unavailable, recall goes on by text alone
-        and says so (``semantic_unavailable``) rather than failing."""
-        if query is None:
-            return None, ()
+    def _start_embedding(self, text: str) -> PendingVector:
+        """``text``'s embedding as a question, started now: an embedder that can run it in the
+        background (``start_query``) does so while recall searches by words; any other runs when
+        the vector is first read. When the embedder is unavailable the vector is ``None`` and
+        recall goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
+        embedder = self.deps.embedder
+        start = getattr(embedder, "start_query", None)
+        if start is None:
+            return PendingVector(lambda: query_vector(embedder, text))
         try:
-            return query_vector(self.deps.embedder, query), ()
-        except StorageError:
-            return None, ("semantic_unavailable",)
+            return PendingVector(start(text))
+        except StorageError as error:
+            return PendingVector(_raising(error))
 
     def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
