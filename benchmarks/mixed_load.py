@@ -247,8 +247,8 @@ def run(clients: int, seconds: float, seed: int, profile: bool, workers: int | N
             collapsed = Path(tmp) / "profile.txt"
             if profile and py_spy:
                 spy = subprocess.Popen(
-                    [py_spy, "record", "--pid", str(server.pid), "--subprocesses", "--format", "raw", "--output", str(collapsed),
-                     "--duration", str(int(seconds)), "--rate", "200", "--nonblocking"],
+                    [py_spy, "record", "--pid", str(server.pid), "--subprocesses", "--format", "raw",
+                     "--output", str(collapsed), "--duration", str(int(seconds)), "--rate", "200", "--nonblocking"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
             threads = [threading.Thread(target=_client_loop, args=(base, w, stop, out)) for w in range(clients)]

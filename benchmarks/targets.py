@@ -110,9 +110,10 @@ def section(
 def _recall_bound(tickets: dict[str, Any]) -> str:
     model = tickets["model_p50_ms"]
     return (
-        f"{tickets['widened_share']:.0%} of the recalls embed a second, widened query (the second round), and "
-        f"the service's own work (ranking two candidate pools read from SQLite: profile below) comes on top; "
-        f"2x leaves {model:.1f} ms beside the one query"
+        f"{tickets['widened_share']:.0%} of the recalls run a second round, which embeds the names it adds "
+        f"(a short pass, often cached) after the first; the service's own work comes on top (two BM25 searches "
+        f"and two candidate pools read from SQLite, one ranking: profile below), the word searches overlapping "
+        f"the model; 2x leaves {model:.1f} ms beside the one query"
     )
 
 

@@ -72,7 +72,7 @@ def test_given_unmet_targets_then_each_row_names_its_bound_and_the_distance() ->
     writes, by_corpus, load = _figures(policy_per_s=2500.0, path_per_s=1600.0, conversation_p95=75.0)
     rows = _rows(section(writes, by_corpus, load, [], {"functions.api": 240.0}))
     recall = _row(rows, "recall over HTTP, 2,000 short tickets")
-    assert "100% of the recalls embed a second" in recall and "2x leaves 5.2 ms" in recall
+    assert "100% of the recalls run a second round" in recall and "2x leaves 5.2 ms" in recall
     assert "the CPU: 18.0 ms" in _row(rows, "mixed load")
     assert not _row(rows, "recall over a long conversation tenant").startswith("met")
     assert "reaches 0.64 of it" in _row(rows, "write path without embedding")
