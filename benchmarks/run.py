@@ -278,8 +278,8 @@ def api_latency(requests: int, tenant_size: int = 2000) -> dict[str, Any]:
                 timings["recall"].append(recall)
                 timings["model"].append(alone)
                 timings["in_process"].append(inside)
-        # Recalls back to back, as an agent's session opens (and as the issue measured: a seeded
-        # tenant, then distinct queries): no episode written between, so the scope stays kept.
+        # Recalls back to back, as an agent's session opens (and as the held-out measurement runs: a
+        # seeded tenant, then distinct queries): no episode written between, so the scope stays kept.
         # The same questions' shape as above, numbers not asked before (each text new to the model).
         for n in range(requests + 1, 2 * requests + 2):
             t0 = time.perf_counter()
@@ -599,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         ],
         "",
-        "Back to back is how an agent's session opens and how the issue measured (a seeded tenant, then "
+        "Back to back is how an agent's session opens and how the held-out measurement runs (a seeded tenant, then "
         "distinct queries). After an episode is written, the tenant's generation has moved and the next "
         "recall admits its scope again (SQLite's page cache is emptied either way: every recall's own "
         f"audit write does that, WAL), and pays {latency['recall_p50_ms'] - latency['recall_only_p50_ms']:.1f} ms "

@@ -2,7 +2,7 @@
 for every target the run did not meet, what bounds it and how far from that bound it was (a target
 is met only by its figure: naming the bound is what to work on next, not a way to close it).
 
-"Before" is what the issue measured (its own table, quoted); "now" is read from the figures
+"Before" is the held-out measurement (its table, quoted); "now" is read from the figures
 this run produced, so the two cannot drift apart. A row this run did not measure (the 1M
 corpus without ``--full``) says so instead of repeating an old figure.
 """

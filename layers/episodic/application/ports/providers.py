@@ -31,8 +31,8 @@ class Embedder(Protocol):
         model trained to embed questions and documents differently offers ``embed_query(text)`` for
         what recall is asked; without it, a question is embedded like a stored text. An embedder that
     can compute in the background offers ``start_query(text)``, which starts embedding a question
-    (as ``embed_query`` would, where there is one) and returns a call that waits for the vector:
-    recall then searches by words while the model runs."""
+    (as ``embed_query`` would, where there is one) and returns a call that waits for the vector
+    (raising what the model raised): recall then searches by words while the model runs."""
 
     @property
     def name(self) -> str: ...

@@ -11,7 +11,7 @@ block) is read under the recall's own scope.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -65,15 +65,6 @@ share of the names' own vector. Embedding the names alone is a pass over a few t
 whole wider question was a second full one; on the conversation benchmark the mix kept that
 question's recall at 0.5 (dev 0.823 against 0.824, test 0.806 against 0.805) and lost at 0.3
 (dev 0.820) and 1.0 (dev 0.813)."""
-
-
-def _raising(error: StorageError) -> Callable[[], Vector | None]:
-    """A wait that fails as the embedder did when asked to start."""
-
-    def wait() -> Vector | None:
-        raise error
-
-    return wait
 
 
 def _leaning_toward(vector: Vector, names: PendingVector) -> list[float] | None:
@@ -138,18 +129,18 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        vector = None if query is None else self._start_embedding(query)
-        ranked, explained, degraded = self._search(caller, request, query, vector, scope, explained)
+        pending = None if query is None else self._start_embedding(query)
+        ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained)
         if not ranked and query is not None and explained.time_phrase is not None:
             # The window came from the words, not from the caller, and held nothing: search all
             # time (with the same query vector) rather than answer with nothing, and say so.
             everywhen = replace(scope, occurred_after=None, occurred_before=None)
             ranked, explained, degraded = self._search(
-                caller, request, query, vector, everywhen, explained.model_copy(update={"window_empty": True})
+                caller, request, query, pending, everywhen, explained.model_copy(update={"window_empty": True})
             )
         items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked]
         recall_id = deps.ids(now)
-        embedding = ("semantic_unavailable",) if vector is not None and vector.failed else ()
+        embedding = ("semantic_unavailable",) if pending is not None and pending.failed else ()
         degraded = (*embedding, *degraded, *self._account(caller, request, items, recall_id, now))
         return RecallResponse(
             recall_id=recall_id,
@@ -317,12 +308,7 @@ class Reads:
         recall goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
         embedder = self.deps.embedder
         start = getattr(embedder, "start_query", None)
-        if start is None:
-            return PendingVector(lambda: query_vector(embedder, text))
-        try:
-            return PendingVector(start(text))
-        except StorageError as error:
-            return PendingVector(_raising(error))
+        return PendingVector(lambda: query_vector(embedder, text)) if start is None else PendingVector(start(text))
 
     def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just

@@ -184,11 +184,11 @@ class Ranker:
         relevance = self._relevance([c for c in candidates if c.event_id in episodes], semantic)
         compared = any(meaning for _, _, meaning in relevance.values())
         share = self.weights.question_share
-        evidence = [
-            (relevance_ * (share if is_question(episodes[event_id]) else 1.0), event_id)
+        shared = (  # a question turn at its share, then the floor, as :meth:`rank` weighs them
+            (relevance_ * (share if is_question(episodes[event_id]) else 1.0), meaning, event_id)
             for event_id, (relevance_, _, meaning) in relevance.items()
-            if self._is_evidence(relevance_, meaning, compared)
-        ]
+        )
+        evidence = [(r, event_id) for r, meaning, event_id in shared if self._is_evidence(r, meaning, compared)]
         evidence.sort(key=lambda pair: (-pair[0], pair[1]))
         return [episodes[event_id] for _, event_id in evidence[:limit]]
 
