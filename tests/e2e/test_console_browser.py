@@ -15,12 +15,16 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from episodic.client import ApiError, Client
 from tests.support.processes import free_port, start_serve, wait_healthy
+
+if TYPE_CHECKING:
+    from playwright.sync_api import APIResponse, Route
 
 CHROMIUM = Path("/usr/bin/chromium")
 AGENT = "console-agent-token-0001"
@@ -141,6 +145,7 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     page.fill("#filters input[name=actorId]", "sam")
     page.click("#filters button[type=submit]")
     page.wait_for_selector(f"#episodes tr[data-event-id='{ids['kept']}']")
+    page.wait_for_selector("#episodes:not([aria-busy])")
     assert "Globex" not in page.text_content("#episodes")  # another tenant's memory never shows
     page.click(f"#episodes tr[data-event-id='{ids['kept']}']")
     page.wait_for_selector("#detail:not([hidden])")
@@ -164,8 +169,12 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     page.wait_for_selector("text=No review is waiting.")
     assert "approved" in page.text_content("#status")
 
-    # Erase one episode, with a confirmation; the row goes and the audit trail shows it.
+    # Erase one episode, with a confirmation; the row goes and the audit trail shows it. A listing
+    # read before the erasure but answered after it (held back here) must not bring the row back.
     page.click("nav button[data-tab=timeline]")
+    page.wait_for_selector("#episodes:not([aria-busy])")  # the tab's listing has settled
+    held: list[tuple[Route, APIResponse]] = []
+    page.route("**/v1/timeline?**", lambda route: held.append((route, route.fetch())))
     page.fill("#filters input[name=query]", "")
     page.click("#filters button[type=submit]")
     page.click(f"#episodes tr[data-event-id='{ids['doomed']}']")
@@ -173,6 +182,12 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     page.click("#confirm-ok")
     page.wait_for_selector(f"#episodes tr[data-event-id='{ids['doomed']}']", state="detached")
     assert "Erased 1 episode" in page.text_content("#status")
+    assert len(held) == 1 and ids["doomed"] in held[0][1].text()  # the stale listing still holds the row
+    with page.expect_event("requestfinished"):
+        held[0][0].fulfill(response=held[0][1])
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # the page has read the stale answer
+    assert page.query_selector(f"#episodes tr[data-event-id='{ids['doomed']}']") is None
+    page.unroute("**/v1/timeline?**")
     page.click("nav button[data-tab=audit]")
     erased = page.wait_for_selector("#audit tr[data-action='episode.erased']")
     assert ids["doomed"] in erased.text_content()

@@ -225,6 +225,11 @@ async function showOverview() {
 // -- timeline, search, one episode -------------------------------------------------------
 
 let timelineCursor = null;
+let timelineRequest = 0; // the newest listing's number: an older answer that arrives later is dropped
+
+function settleListing() {
+  $("#episodes").removeAttribute("aria-busy");
+}
 
 function filterValues() {
   const form = new FormData($("#filters"));
@@ -234,6 +239,16 @@ function filterValues() {
 async function showTimeline(event, more = false) {
   if (event) event.preventDefault();
   const f = filterValues();
+  const mine = ++timelineRequest;
+  $("#episodes").setAttribute("aria-busy", "true");
+  try {
+    await listEpisodes(f, more, mine);
+  } finally {
+    if (mine === timelineRequest) settleListing();
+  }
+}
+
+async function listEpisodes(f, more, mine) {
   let episodes;
   if (f.query) {
     if (f.status === "pending_review") { say("Episodes pending review are never recalled: clear the search.", "error"); return; }
@@ -242,6 +257,7 @@ async function showTimeline(event, more = false) {
       tags: f.tag ? [f.tag] : [], occurredAfter: dayStart(f.after), occurredBefore: dayStart(f.before),
       statuses: [f.status], limit: 50, neighbours: 0,
     } });
+    if (mine !== timelineRequest) return;
     episodes = found.items.map((item) => item.episode);
     timelineCursor = null;
   } else {
@@ -249,6 +265,7 @@ async function showTimeline(event, more = false) {
       actorId: f.actorId, eventType: f.eventType, tag: f.tag, after: dayStart(f.after), before: dayStart(f.before),
       status: f.status, limit: 50, cursor: more ? timelineCursor : undefined,
     } });
+    if (mine !== timelineRequest) return;
     episodes = page.items;
     timelineCursor = page.nextCursor;
   }
@@ -306,6 +323,8 @@ async function eraseEpisode(eventId) {
   const result = await api("DELETE", `/v1/episodes/${encodeURIComponent(eventId)}`);
   say(`Erased ${result.erased.length} episode(s)${result.cascaded.length ? ` and ${result.cascaded.length} digest(s) citing it` : ""}.`);
   $("#detail").hidden = true;
+  timelineRequest += 1; // a listing read before the erasure would bring the row back
+  settleListing();
   $(`#episodes tr[data-event-id="${CSS.escape(eventId)}"]`)?.remove();
 }
 
