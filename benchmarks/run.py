@@ -111,14 +111,15 @@ def stage_shares(
 POLICY_REST = "everything else (validation, provenance, the verdict)"
 
 RECALL_STAGES = {
-    "embedding the query (the model)": ("embedder.py", "embed"),
-    "BM25 (FTS5), both rounds": ("sqlite_recall.py", "_lexical"),
-    "vector search with its scope, both rounds": ("sqlite_recall.py", "_semantic"),
-    "loading the candidates' episodes": ("reads.py", "_admitted"),
+    "waiting for the model (the query and the names)": ("embedder.py", "_collect"),
+    "BM25 (FTS5), both rounds": ("recall.py", "_words"),
+    "vector search with its scope, both rounds": ("recall.py", "_semantic"),
+    "loading the candidates' episodes": ("rounds.py", "admitted"),
     "ranking and explaining": ("ranking.py", "rank"),
     "read audit and access counts": ("reads.py", "_account"),
     "the evidence block": ("evidence.py", "render_context"),
 }
+"""Each stage is named by (file name, function); a test checks that each still exists."""
 
 
 def _forget_policy_caches() -> None:

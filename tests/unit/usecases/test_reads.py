@@ -280,7 +280,7 @@ def test_given_a_question_followed_by_its_own_speaker_when_recalled_then_that_tu
 
 
 def test_given_a_query_vector_and_a_names_vector_when_leaning_then_it_is_unit_length_and_between_them():
-    from episodic.application.usecases.reads import leaning
+    from episodic.application.usecases.rounds import leaning
 
     query, names = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
     mixed = leaning(query, names, 0.5)

@@ -43,6 +43,9 @@ QUERY_WORDS = 32
 class RecallReads:
     """Scoped recall candidates with their raw lexical and semantic scores."""
 
+    searches_apart = True
+    """Words and meaning are two queries here, so asking for one costs only that one."""
+
     def __init__(
         self, db: Database, vectors: VectorSearch, scopes: ScopeCache, terms: TermFrequencies, embedder: str | None
     ) -> None:
@@ -80,10 +83,7 @@ class RecallReads:
                 (*params, pool_size),
             ).fetchall()
             return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
-        texts = row_bound(conn)  # read once for both questions below
-        words = self.terms.informative(conn, lexical_terms(query_text or "")[:QUERY_WORDS], texts)
-        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id, texts)
-        lexical = _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
+        lexical = self._words(conn, scope, where, params, query_text, pool_size) if query_text else {}
         semantic: dict[str, float] = {}
         query_vector = resolved(pending)
         if query_vector is not None and embedder is not None:
@@ -92,6 +92,15 @@ class RecallReads:
         return RecallCandidates(
             [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
         )
+
+    def _words(
+        self, conn: sqlite3.Connection, scope: Scope, where: str, params: list[Any], text: str, pool_size: int
+    ) -> dict[str, float]:
+        """``{event_id: BM25}`` for the informative words of ``text`` (:mod:`.fts_terms`)."""
+        texts = row_bound(conn)  # read once for both questions below
+        words = self.terms.informative(conn, lexical_terms(text)[:QUERY_WORDS], texts)
+        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id, texts)
+        return _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
 
     def warm_up(self, dimension: int, min_episodes: int = WARM_MIN_EPISODES) -> threading.Thread:
         """Read the vectors of every tenant with ``min_episodes`` or more into memory in the

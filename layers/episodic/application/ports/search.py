@@ -58,7 +58,11 @@ class RecallCandidates:
 
 
 class RecallIndex(Protocol):
-    """A projection of the timeline for recall: returns scoped candidates with raw signals."""
+    """A projection of the timeline for recall: returns scoped candidates with raw signals.
+
+    An index that searches words and meaning apart, so that asking for each on its own costs no
+    more than asking for both, says so with a class attribute ``searches_apart = True``: recall
+    then asks it for the words while the model embeds the question (:mod:`~episodic.application.usecases.rounds`)."""
 
     def candidates(
         self,

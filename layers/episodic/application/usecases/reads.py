@@ -10,23 +10,19 @@ block) is read under the recall's own scope.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from episodic.application.ports import (
     Changes,
-    Embedder,
     PendingVector,
-    RecallCandidates,
     Scope,
     TimelineQuery,
-    Vector,
-    resolved,
 )
 from episodic.application.usecases.deps import Deps, hash_text
 from episodic.application.usecases.replies import replies_to, session_turns, shifted
+from episodic.application.usecases.rounds import Found, SearchRounds, start_embedding
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
 from episodic.domain.errors import ForbiddenError, StorageError
 from episodic.domain.model import (
@@ -48,37 +44,8 @@ from episodic.domain.model import (
 )
 from episodic.domain.recall.calendar import CALENDAR_SLACK
 from episodic.domain.recall.evidence import render_context
-from episodic.domain.recall.query import WIDENING_SOURCES, has_content, interpret, widening_names
+from episodic.domain.recall.query import has_content, interpret
 from episodic.domain.recall.ranking import Candidate
-
-
-def query_vector(embedder: Embedder, text: str) -> Vector:
-    """``text`` embedded as a question: through ``embed_query`` where the embedder has one
-    (see :class:`~episodic.application.ports.Embedder`), else like a stored text."""
-    as_query = getattr(embedder, "embed_query", None)
-    return as_query(text) if as_query is not None else embedder.embed([text])[0]
-
-
-NAMES_WEIGHT = 0.5
-"""How far a second round's vector leans toward the names it adds: the query's vector plus this
-share of the names' own vector. Embedding the names alone is a pass over a few tokens where the
-whole wider question was a second full one; on the conversation benchmark the mix kept that
-question's recall at 0.5 (dev 0.823 against 0.824, test 0.806 against 0.805) and lost at 0.3
-(dev 0.820) and 1.0 (dev 0.813)."""
-
-
-def _leaning_toward(vector: Vector, names: PendingVector) -> list[float] | None:
-    """The second round's vector: ``vector`` leaning toward the names' (None without one)."""
-    toward = names.value()
-    return None if toward is None else leaning(vector, toward, NAMES_WEIGHT)
-
-
-def leaning(vector: Vector, toward: Vector, weight: float) -> list[float]:
-    """``vector + weight * toward``, made unit length again (both are unit vectors)."""
-    mixed = [float(a) + weight * float(b) for a, b in zip(vector, toward, strict=True)]
-    norm = math.sqrt(sum(x * x for x in mixed)) or 1.0
-    return [x / norm for x in mixed]
-
 
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
@@ -129,7 +96,7 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        pending = None if query is None else self._start_embedding(query)
+        pending = None if query is None else start_embedding(deps.embedder, query)
         ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained)
         if not ranked and query is not None and explained.time_phrase is not None:
             # The window came from the words, not from the caller, and held nothing: search all
@@ -161,31 +128,27 @@ class Reads:
     ) -> tuple[list[RecallItem], QueryInterpretation, tuple[str, ...]]:
         """The ranked items for ``query`` (embedded as ``pending``, which the model may still
         be computing while the index searches by words) in ``scope``, with a second round when
-        it adds names; what recall tells the caller it understood; and what could not be done."""
+        it adds names (:mod:`.rounds`); what recall tells the caller it understood; and what
+        could not be done."""
         deps = self.deps
-        now = scope.now
-        degraded: tuple[str, ...] = ()
-        pool = max(deps.settings.recall_pool_size, request.limit)
-        found = deps.index.candidates(scope, query, pending, pool, embedder=deps.embedder.name)
-        vector = resolved(pending)
-        episodes = self._admitted(caller, scope, [c.event_id for c in found.items])
-        replies = self._replies(scope, found.items, episodes, vector is not None) if query else {}
-        second = self._widen(caller, scope, (query, vector), request, found, episodes) if query is not None else None
-        if second is not None:
-            names, widened = second
+        rounds = SearchRounds(deps, caller, scope, max(deps.settings.recall_pool_size, request.limit))
+        if query is None or pending is None:
+            first = rounds.search(None, None)
+            found = Found(first, rounds.admitted([c.event_id for c in first.items]), None)
+        else:
+            found = rounds.run(query, pending, request)
+        semantic = found.vector is not None
+        replies = self._replies(scope, found.first.items, found.episodes, semantic) if query else {}
+        degraded: tuple[str, ...] = found.first.degraded
+        if found.widened is not None:
+            names, widened = found.widened
             explained = explained.model_copy(update={"widened_with": names})
-            degraded = (*degraded, *widened.degraded)
+            degraded = (*widened.degraded, *degraded)
         ranked = deps.ranker.rank(
-            found.items, episodes, now, has_query=query is not None, limit=request.limit, semantic=vector is not None,
-            widened=None if second is None else second[1].items, replies=replies,
+            found.first.items, found.episodes, scope.now, has_query=query is not None, limit=request.limit,
+            semantic=semantic, widened=None if found.widened is None else found.widened[1].items, replies=replies,
         )  # fmt: skip
-        return ranked, explained, (*degraded, *found.degraded)
-
-    def _admitted(self, caller: Caller, scope: Scope, event_ids: Sequence[str]) -> dict[str, Episode]:
-        """The episodes behind index hits, re-checked against the scope: the index is a
-        projection, the timeline the source of truth."""
-        episodes = self.deps.episodes.get_many(caller.tenant_id, list(event_ids))
-        return {k: e for k, e in episodes.items() if scope.admits(e)}
+        return ranked, explained, degraded
 
     def _replies(
         self, scope: Scope, found: Sequence[Candidate], episodes: dict[str, Episode], semantic: bool
@@ -201,46 +164,6 @@ class Reads:
         answers = replies_to(self.deps.episodes, scope, questions)
         episodes.update({reply.event_id: reply for reply in answers.values() if scope.admits(reply)})
         return {reply.event_id: asked for asked, reply in answers.items() if reply.event_id in episodes}
-
-    def _widen(
-        self,
-        caller: Caller,
-        scope: Scope,
-        asked: tuple[str, Vector | None],
-        request: RecallRequest,
-        first: RecallCandidates,
-        episodes: dict[str, Episode],
-    ) -> tuple[list[str], RecallCandidates] | None:
-        """The second round: the query (text and vector, as ``asked``) plus the names its best
-        items mention, searched in the same scope; ``episodes`` gains what it found. None when
-        there is nothing to add.
-
-        Measured on the conversation benchmark's dev split (see the README): it finds the
-        second fact of a multi-part question ("how does Dana know the friend who talked her
-        into the half marathon?" -> "Kirsty" -> "bouldering with Kirsty from the garden
-        centre"), for one short embedding (the names alone, :data:`NAMES_WEIGHT`) and one more
-        index search per recall."""
-        query, vector = asked
-        if not request.widen:
-            return None
-        best = self.deps.ranker.leading(first.items, episodes, vector is not None, WIDENING_SOURCES)
-        if not best:
-            return None
-        names = widening_names(query, [e.summary for e in best], {e.actor_id for e in episodes.values()})
-        if not names:
-            return None
-        wider = f"{query} {' '.join(names)}"
-        toward = pending = None
-        if vector is not None:
-            asked_vector, toward = vector, self._start_embedding(" ".join(names))
-            pending = PendingVector(lambda: _leaning_toward(asked_vector, toward))
-        pool = max(self.deps.settings.recall_pool_size, request.limit)
-        found = self.deps.index.candidates(scope, wider, pending, pool, embedder=self.deps.embedder.name)
-        resolved(pending)  # the index may not have needed it; a failure is reported all the same
-        degraded = ("semantic_unavailable",) if toward is not None and toward.failed else ()
-        missing = [c.event_id for c in found.items if c.event_id not in episodes]
-        episodes.update(self._admitted(caller, scope, missing))
-        return names, RecallCandidates(found.items, (*found.degraded, *degraded))
 
     def _understand(
         self, caller: Caller, request: RecallRequest, now: datetime
@@ -300,15 +223,6 @@ class Reads:
                 # served and audited. The next recall of these episodes counts again.
                 return ("access_stats_not_updated",)
         return ()
-
-    def _start_embedding(self, text: str) -> PendingVector:
-        """``text``'s embedding as a question, started now: an embedder that can run it in the
-        background (``start_query``) does so while recall searches by words; any other runs when
-        the vector is first read. When the embedder is unavailable the vector is ``None`` and
-        recall goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
-        embedder = self.deps.embedder
-        start = getattr(embedder, "start_query", None)
-        return PendingVector(lambda: query_vector(embedder, text)) if start is None else PendingVector(start(text))
 
     def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just

@@ -1,0 +1,105 @@
+"""A recall's search rounds (episodic.application.usecases.rounds): the names for a second round
+come from the best items by words, so their embedding is started before the question's vector is
+waited for; an index that searches words and meaning apart finds what one that searches both at
+once finds; each name is embedded alone, and a failure of the names' embedding is said."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from episodic.application.usecases.reads import Reads
+from episodic.application.usecases.rounds import names_vector
+from episodic.domain.errors import StorageError
+from episodic.domain.model import RecallRequest
+from tests.support.factories import AGENT, proposal
+
+QUESTION = "how does dana know the friend who talked her into the half marathon?"
+
+
+class RecordingEmbedderDouble:
+    """TEST DOUBLE: the hashing embedder with ``start_query``, recording when each text's
+    embedding was started and waited for; texts in ``failing`` fail when waited for."""
+
+    def __init__(self, real, failing: frozenset[str] = frozenset()) -> None:
+        self.real, self.failing, self.events = real, failing, []
+        self.name, self.dimension = real.name, real.dimension
+
+    def embed(self, texts):
+        return self.real.embed(texts)
+
+    def start_query(self, text):
+        self.events.append(("start", text))
+
+        def wait():
+            self.events.append(("wait", text))
+            if text in self.failing:
+                raise StorageError("the model stopped")
+            return self.real.embed([text])[0]
+
+        return wait
+
+
+class OneRequestIndexDouble:
+    """TEST DOUBLE: the real local index, seen as one whose hybrid search is one request (it does
+    not say ``searches_apart``), counting the searches asked of it."""
+
+    def __init__(self, real) -> None:
+        self.real, self.searches = real, 0
+
+    def candidates(self, *args, **kwargs):
+        self.searches += 1
+        return self.real.candidates(*args, **kwargs)
+
+
+@pytest.fixture
+def dana(writes):
+    for summary in (
+        "Signed up for the half marathon, Kirsty talked me into it",
+        "Went bouldering twice with Kirsty from the garden centre",
+        "Repainted the whole kitchen sage green at the weekend",
+    ):
+        assert writes.remember(AGENT, proposal(actorId="dana", summary=summary)).decision == "allow"
+
+
+def test_given_a_widened_recall_when_searching_then_the_names_embedding_starts_before_the_question_is_waited_for(
+    deps, dana
+):
+    embedder = RecordingEmbedderDouble(deps.embedder)
+    answer = Reads(replace(deps, embedder=embedder)).recall(AGENT, RecallRequest(query=QUESTION))
+    assert answer.interpretation.widened_with == ["Kirsty"] and answer.degraded == []
+    assert embedder.events.index(("start", "Kirsty")) < embedder.events.index(("wait", QUESTION))
+
+
+def test_given_an_index_searching_both_at_once_when_recalling_then_it_finds_what_the_local_index_finds_apart(
+    deps, dana
+):
+    assert deps.index.searches_apart
+    one_request = OneRequestIndexDouble(deps.index)
+    apart = Reads(deps).recall(AGENT, RecallRequest(query=QUESTION))
+    together = Reads(replace(deps, index=one_request)).recall(AGENT, RecallRequest(query=QUESTION))
+
+    assert one_request.searches == 2  # one per round
+    assert together.interpretation.widened_with == apart.interpretation.widened_with == ["Kirsty"]
+    assert [i.episode.event_id for i in together.items] == [i.episode.event_id for i in apart.items]
+    for mine, theirs in zip(apart.items, together.items, strict=True):
+        assert mine.components.relevance == pytest.approx(theirs.components.relevance, abs=1e-9)
+
+
+def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_their_mean_direction(embedder):
+    recording = RecordingEmbedderDouble(embedder)
+    vector = names_vector(recording, ["Kirsty", "Porto"]).value()
+    assert [text for kind, text in recording.events if kind == "start"] == ["Kirsty", "Porto"]
+    kirsty, porto = embedder.embed(["Kirsty", "Porto"])
+    total = [float(a) + float(b) for a, b in zip(kirsty, porto, strict=True)]
+    norm = sum(x * x for x in total) ** 0.5
+    assert vector == pytest.approx([x / norm for x in total], abs=1e-9)
+
+
+def test_given_the_names_embedding_failing_when_recalling_then_the_second_round_goes_by_words_and_says_so(deps, dana):
+    embedder = RecordingEmbedderDouble(deps.embedder, failing=frozenset({"Kirsty"}))
+    answer = Reads(replace(deps, embedder=embedder)).recall(AGENT, RecallRequest(query=QUESTION))
+    assert answer.interpretation.widened_with == ["Kirsty"]
+    assert answer.degraded == ["semantic_unavailable"]
+    assert answer.items[0].components.semantic > 0  # the question's own vector still served the first round
