@@ -10,6 +10,7 @@ import sqlite3
 
 import pytest
 
+from episodic.adapters.sqlite.store import SCHEMA_VERSION
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import build_local_service
 from episodic.domain.chain import Head
@@ -133,7 +134,7 @@ def test_given_a_file_of_the_previous_schema_when_opened_then_its_records_are_ch
     conn = sqlite3.connect(data_dir.data_dir / "episodic.db")
     with pytest.raises(sqlite3.IntegrityError, match="no"):  # the trigger is back as it was
         conn.execute("UPDATE audit SET action = 'x'")
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
 
 
 # ------------------------------------------------------------------ DynamoDB, under moto

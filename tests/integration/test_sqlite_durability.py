@@ -151,7 +151,7 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
 
 
 def test_given_parsed_episodes_memoised_when_one_is_erased_then_the_memo_holds_no_copy(local_service):
-    from episodic.adapters.sqlite.reads import parsed
+    from episodic.adapters.sqlite.reads import parsed, stored
 
     gone = local_service.writes.remember(AGENT, proposal(summary="User's locker code is Quillback 4471"))
     kept = local_service.writes.remember(AGENT, proposal(summary="User prefers the window seat"))
@@ -160,7 +160,7 @@ def test_given_parsed_episodes_memoised_when_one_is_erased_then_the_memo_holds_n
 
     local_service.erasure.erase(AGENT, gone.event_id)
 
-    assert parsed.cache_info().currsize == 0
+    assert parsed.cache_info().currsize == stored.cache_info().currsize == 0
     assert local_service.reads.get(AGENT, kept.event_id).summary == "User prefers the window seat"
 
 
@@ -169,4 +169,4 @@ def test_given_a_memoised_episode_when_it_changes_then_reads_see_the_change(loca
     assert local_service.reads.get(AGENT, first.event_id).access_count == 0
     local_service.reads.recall(AGENT, RecallRequest(query="standup time", actor_id="user-1"))
 
-    assert local_service.reads.get(AGENT, first.event_id).access_count == 1  # a new document, not the memoised one
+    assert local_service.reads.get(AGENT, first.event_id).access_count == 1  # a new count, not the memoised one

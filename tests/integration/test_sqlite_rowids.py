@@ -60,3 +60,20 @@ def test_given_the_newest_episode_erased_before_a_restart_then_its_rowid_is_not_
     assert rowid(reopened, "E00004") == 4
     assert nearest(reopened, 4)[0] == "E00004"
     reopened.close()
+
+
+def test_given_more_rowids_than_are_kept_when_searching_by_meaning_then_every_episode_is_still_named(
+    tmp_path, monkeypatch
+):
+    from episodic.adapters.sqlite import recall
+
+    monkeypatch.setattr(recall, "EVENT_IDS_KEPT", 3)
+    store = SqliteStore(tmp_path / "db.sqlite", embedder=MODEL)
+    for n in range(1, 8):
+        write(store, n)
+    for _ in range(2):  # the second search finds some pairs kept and starts afresh when too many are
+        for n in range(1, 8):
+            assert nearest(store, n)[0] == f"E{n:05d}"
+        found = store.recall.candidates(Scope(tenant_id="acme", now=NOW), None, unit(1), 10).items
+        assert sorted(c.event_id for c in found) == [f"E{n:05d}" for n in range(1, 8)]
+    store.close()

@@ -1,17 +1,19 @@
-"""A data dir of schema 1 (full-text rows without their tenant) is upgraded once, on open,
-atomically, and recall answers as before."""
+"""A data dir of an earlier schema is upgraded once, on open, atomically: schema 1 (full-text rows
+without their tenant) and recall answers as before; schema 3 (recall counts in the documents) and
+every episode keeps its count, now counted in its row's columns."""
 
 import sqlite3
+from datetime import timedelta
 
 import pytest
 
 from episodic.adapters.sqlite import upgrade as sqlite_upgrade
 from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.adapters.sqlite.store import SCHEMA_VERSION, SqliteStore
-from episodic.application.ports import Scope
+from episodic.application.ports import Changes, NewEpisode, Scope
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import prepare_data_dir
-from tests.support.schema_one import NOW, schema_one
+from tests.support.schema_one import NOW, episode, schema_one
 
 
 def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_and_recall_answers(tmp_path):
@@ -22,7 +24,7 @@ def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         rows = conn.execute("SELECT rowid, tenant, text FROM episodes_search").fetchall()
         (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert "episodes_fts" not in tables and version == str(SCHEMA_VERSION) == "3"
+    assert "episodes_fts" not in tables and version == str(SCHEMA_VERSION) == "4"
     assert {rowid: (tenant, text) for rowid, tenant, text in rows} == {
         rowid: (tenant_token(tenant), text) for rowid, (tenant, text) in before.items()
     }
@@ -91,3 +93,37 @@ def test_given_text_indexed_by_an_earlier_version_when_prepared_for_serving_then
     conn = sqlite3.connect(data / "episodic.db")
     assert conn.execute("SELECT value FROM meta WHERE key = 'search_text_version'").fetchone() is not None
     conn.close()
+
+
+def test_given_a_schema_three_data_dir_when_opened_then_the_recall_counts_move_to_columns_and_go_on(tmp_path):
+    path = tmp_path / "episodic.db"
+    store = SqliteStore(path)
+    store.episodes.apply(
+        Changes(tenant_id="acme", put=[NewEpisode(episode("acme", n, f"invoice {n}"), None) for n in range(3)])
+    )
+    store.close()
+    seen = NOW + timedelta(days=1)
+    conn = sqlite3.connect(path, isolation_level=None)  # what schema 3 left: the counts in the documents
+    conn.executescript(
+        "BEGIN; ALTER TABLE episodes DROP COLUMN access_count; ALTER TABLE episodes DROP COLUMN last_accessed_at;"
+        f"UPDATE episodes SET doc = json_set(doc, '$.accessCount', 5, '$.lastAccessedAt', '{seen.isoformat()}') "
+        "WHERE event_id = 'E0001'; UPDATE meta SET value = '3' WHERE key = 'schema_version'; COMMIT;"
+    )
+    conn.close()
+
+    store = SqliteStore(path)
+    counted = store.episodes.get("acme", "E0001")
+    assert counted.access_count == 5 and counted.last_accessed_at == seen
+    assert store.episodes.get("acme", "E0002").access_count == 0
+    later = seen + timedelta(hours=1)
+    store.episodes.record_access("acme", ["E0001", "E0002"], later)
+    assert store.episodes.get("acme", "E0001").access_count == 6
+    again = store.episodes.get("acme", "E0002")
+    assert again.access_count == 1 and again.last_accessed_at == later
+    with store.database.reading() as conn:
+        (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        (doc,) = conn.execute(
+            "SELECT json_extract(doc, '$.accessCount') FROM episodes WHERE event_id = 'E0002'"
+        ).fetchone()
+    assert version == "4" and doc == 0  # a recall no longer rewrites the document
+    store.close()

@@ -36,7 +36,7 @@ from episodic.adapters.sqlite.group_commit import GroupCommit
 from episodic.adapters.sqlite.upgrade import upgrade
 from episodic.domain.errors import StorageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,6 +54,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     doc TEXT NOT NULL,
     vector BLOB,
     embedder TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT,
     UNIQUE (tenant_id, event_id)
 );
 CREATE INDEX IF NOT EXISTS episodes_by_time ON episodes (tenant_id, occurred_at);

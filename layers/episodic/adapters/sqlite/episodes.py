@@ -9,8 +9,8 @@ or not at all -- an acknowledged write always has its audit record and its idemp
 a failed condition leaves nothing behind.
 
 Reads name their tenant; reads over a scope go through :func:`.scope.scope_sql`; lists of ids
-are queried in chunks (:func:`.reads.chunks`); stored documents are parsed through the memo of
-:func:`.reads.parsed`, which an erasure empties.
+are queried in chunks (:func:`.reads.chunks`); stored rows become episodes through the memo of
+:func:`.reads.stored`, which an erasure empties.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from episodic.adapters.codec import decode_cursor, encode_cursor
 from episodic.adapters.sqlite.database import Database, from_micros
-from episodic.adapters.sqlite.reads import chunks, parsed
+from episodic.adapters.sqlite.reads import EPISODE_COLUMNS, chunks, forget_parsed, stored
 from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.writes import count_access, write_changes
 from episodic.adapters.vectors.index import VectorSearch
@@ -56,7 +56,7 @@ class Episodes:
         writes = [partial(write_changes, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
         errors = self.db.group.run(writes, durable=durable)
         if any(c.delete for c in change_sets):
-            parsed.cache_clear()  # no parsed copy of a deleted episode outlives it here, nor its vector:
+            forget_parsed()  # no parsed copy of a deleted episode outlives it here, nor its vector:
             for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
                 if error is None and rowids:
                     self.vectors.forget(changes.tenant_id, rowids)
@@ -76,18 +76,20 @@ class Episodes:
             raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
 
     def get(self, tenant_id: str, event_id: str) -> Episode | None:
-        row = self.db.one("SELECT doc FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id))
-        return parsed(row[0]) if row else None
+        row = self.db.one(
+            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE tenant_id = ? AND event_id = ?", (tenant_id, event_id)
+        )
+        return stored(*row) if row else None
 
     def get_many(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, Episode]:
         result: dict[str, Episode] = {}
         for chunk, marks in chunks(list(dict.fromkeys(event_ids))):
             rows = self.db.query(
-                f"SELECT event_id, doc FROM episodes WHERE tenant_id = ? AND event_id IN ({marks})",
+                f"SELECT event_id, {EPISODE_COLUMNS} FROM episodes WHERE tenant_id = ? AND event_id IN ({marks})",
                 (tenant_id, *chunk),
             )
-            for event_id, doc in rows:
-                result[event_id] = parsed(doc)
+            for event_id, doc, count, last in rows:
+                result[event_id] = stored(doc, count, last)
         return result
 
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
@@ -101,14 +103,15 @@ class Episodes:
             where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
             params += [occurred, event_id]
         rows = self.db.query(
-            f"SELECT e.occurred_at, e.event_id, e.doc FROM episodes e WHERE {where} "
+            "SELECT e.occurred_at, e.event_id, e.doc, e.access_count, e.last_accessed_at "
+            f"FROM episodes e WHERE {where} "
             f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
             (*params, query.limit + 1),
         )
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
-        return [parsed(r[2]) for r in rows], cursor
+        return [stored(*r[2:]) for r in rows], cursor
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         row = self.db.one(

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from episodic.adapters.codec import decode_cursor, encode_cursor, pack_vector
 from episodic.adapters.sqlite.database import Database, micros
+from episodic.adapters.sqlite.reads import EPISODE_COLUMNS, scanned
 from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import Vector
 from episodic.domain.digests.rules import DIGEST_PRIVACY_ORDER
@@ -29,10 +30,11 @@ class Maintenance:
 
     def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
         rows = self.db.query(
-            "SELECT doc FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ? "
+            "ORDER BY expires_at LIMIT ?",
             (micros(now), limit),
         )
-        return [Episode.model_validate_json(r[0]) for r in rows]
+        return [scanned(*r) for r in rows]
 
     def busy_actors(self, since: datetime, until: datetime, min_count: int) -> list[tuple[str, str, int]]:
         rows = self.db.query(
@@ -56,20 +58,21 @@ class Maintenance:
         """A page in rowid order; the cursor is the last rowid served."""
         start = decode_cursor(after, (int,))[0] if after else 0
         rows = self.db.query(
-            "SELECT rowid, doc FROM episodes WHERE status = 'active' AND rowid > ? ORDER BY rowid LIMIT ?",
+            f"SELECT rowid, {EPISODE_COLUMNS} FROM episodes WHERE status = 'active' AND rowid > ? "
+            "ORDER BY rowid LIMIT ?",
             (start, limit + 1),
         )
         more = len(rows) > limit
         rows = rows[:limit]
         cursor = encode_cursor([rows[-1][0]]) if more and rows else None
-        return [Episode.model_validate_json(r[1]) for r in rows], cursor
+        return [scanned(*r[1:]) for r in rows], cursor
 
     def stale_vectors(self, embedder: str, limit: int) -> list[Episode]:
         rows = self.db.query(
-            "SELECT doc FROM episodes WHERE embedder IS NOT ? OR vector IS NULL ORDER BY rowid LIMIT ?",
+            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE embedder IS NOT ? OR vector IS NULL ORDER BY rowid LIMIT ?",
             (embedder, limit),
         )
-        return [Episode.model_validate_json(r[0]) for r in rows]
+        return [scanned(*r) for r in rows]
 
     def set_vectors(self, vectors: Sequence[tuple[Episode, Vector]], embedder: str) -> None:
         with self.db.transaction() as conn:

@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 QUERY_WORDS = 32
 """At most this many of a query's words are searched (and counted, :mod:`.fts_terms`)."""
 
+EVENT_IDS_KEPT = 200_000
+"""How many rowid -> event id pairs the search by meaning keeps (~30 MiB at most), then starts afresh."""
+
 
 class RecallReads:
     """Scoped recall candidates with their raw lexical and semantic scores."""
@@ -52,6 +55,11 @@ class RecallReads:
         """``embedder`` names the model whose vectors a query is compared with when the caller names
         none: episodes embedded by another model take part by BM25 only until they are re-embedded."""
         self.db, self.vectors, self.scopes, self.terms, self.embedder = db, vectors, scopes, terms, embedder
+        self._event_ids: dict[int, str] = {}
+        """The event id of each rowid the search by meaning has returned. A rowid names one row
+        for good (rowids are never reused, :data:`.writes.ROWID_FLOOR`), so a pair never goes
+        stale; one of an erased row is never asked for again, since its vector is forgotten
+        (and an event id is an identifier, which the audit log keeps as well)."""
 
     def candidates(
         self,
@@ -135,10 +143,24 @@ class RecallReads:
             return {}
         query = np.asarray(query_vector, dtype=np.float32)
         top, sims, _ = self.vectors.search(conn, scope.tenant_id, embedder, rowids, query, pool_size)
-        marks = ",".join("?" * len(top))
-        named = conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", top.tolist())
-        names = dict(named.fetchall())
-        return {names[int(r)]: float(v) for r, v in zip(top, sims, strict=True) if int(r) in names}
+        found = top.tolist()
+        names = self._named(conn, found)
+        return {names[r]: v for r, v in zip(found, sims.tolist(), strict=True) if r in names}
+
+    def _named(self, conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
+        """``{rowid: event_id}`` for ``rowids`` that still exist, from what is kept where it can
+        (request threads share what is kept: each pair is read with ``get``, never twice)."""
+        kept = self._event_ids
+        result = {r: name for r in rowids if (name := kept.get(r)) is not None}
+        missing = [r for r in rowids if r not in result]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            named = dict(conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", missing))
+            result.update(named)
+            if len(kept) + len(named) > EVENT_IDS_KEPT:
+                kept.clear()
+            kept.update(named)
+        return result
 
 
 def _lexical(

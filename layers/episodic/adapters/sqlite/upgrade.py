@@ -11,6 +11,11 @@ text, as it was stored, with its tenant's word, drops the old table (``secure_de
 its pages) and records the new version, all in one transaction: a crash part-way leaves the old
 table whole.
 
+Schema 4 counts recalls in two columns of ``episodes`` (``access_count``, ``last_accessed_at``)
+instead of rewriting each recalled episode's document (:func:`.writes.count_access`). The upgrade
+adds them and copies each document's counts into them once; the documents keep their old counts,
+which reads no longer use (:func:`.reads.stored`).
+
 Schema 3 links every audit record into its tenant's hash chain (:mod:`.audit_chain`). Records
 written before it are linked once, in the order they were appended, when the data dir is
 upgraded: the chain then proves nothing was changed *after* the upgrade. The append-only
@@ -35,6 +40,8 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
     _search_table(conn, version)
     if _version(conn) < 3 <= version:
         _chain_audit(conn, version)
+    if _version(conn) < 4 <= version:
+        _access_columns(conn, version)
 
 
 def _version(conn: sqlite3.Connection) -> int:
@@ -84,7 +91,7 @@ def _chain_audit(conn: sqlite3.Connection, version: int) -> None:
             for (tenant,) in conn.execute("SELECT DISTINCT tenant_id FROM audit").fetchall():
                 linked += _link_tenant(conn, tenant)
             conn.execute(trigger)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(min(version, 3)),))
             if linked:
                 log.warning("linked %d audit records into their tenants' hash chains (once)", linked)
     except BaseException:
@@ -107,3 +114,26 @@ def _link_tenant(conn: sqlite3.Connection, tenant: str) -> int:
             (tenant, head.seq, head.digest),
         )
     return len(rows)
+
+
+def _access_columns(conn: sqlite3.Connection, version: int) -> None:
+    """Schema 3 to 4: the recall counts move to their own columns, with what the documents hold."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _version(conn) < 4:  # another process may have upgraded it meanwhile
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}
+            if "access_count" not in columns:
+                conn.execute("ALTER TABLE episodes ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0")
+                conn.execute("ALTER TABLE episodes ADD COLUMN last_accessed_at TEXT")
+            copied = conn.execute(
+                "UPDATE episodes SET access_count = json_extract(doc, '$.accessCount'), "
+                "last_accessed_at = json_extract(doc, '$.lastAccessedAt') "
+                "WHERE json_extract(doc, '$.lastAccessedAt') IS NOT NULL"
+            ).rowcount
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(min(version, 4)),))
+            if copied:
+                log.warning("moved the recall counts of %d episodes into their own columns (once)", copied)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
