@@ -103,3 +103,18 @@ def test_given_the_names_embedding_failing_when_recalling_then_the_second_round_
     assert answer.interpretation.widened_with == ["Kirsty"]
     assert answer.degraded == ["semantic_unavailable"]
     assert answer.items[0].components.semantic > 0  # the question's own vector still served the first round
+
+
+def test_given_an_episode_erased_by_another_process_when_recalled_then_it_is_not_served(deps, writes, store, tmp_path):
+    from episodic.adapters.sqlite.store import SqliteStore
+    from episodic.application.ports import Changes
+
+    doomed = writes.remember(AGENT, proposal(summary="Customer wants invoices as PDF from now on"))
+    reads = Reads(deps)
+    assert [i.episode.event_id for i in reads.recall(AGENT, RecallRequest(query="invoices as PDF")).items] == [
+        doomed.event_id
+    ]
+    other = SqliteStore(tmp_path / "episodic.db", embedder=deps.embedder.name)  # another --workers process
+    other.episodes.apply(Changes(tenant_id="acme", delete=[doomed.event_id]))
+    other.close()
+    assert reads.recall(AGENT, RecallRequest(query="invoices as PDF")).items == []

@@ -63,21 +63,28 @@ def names_vector(embedder: Embedder, names: Sequence[str]) -> PendingVector:
     each = [start_embedding(embedder, name) for name in names]
 
     def mean() -> Vector | None:
-        vectors = [v for v in (pending.value() for pending in each) if v is not None]
+        vectors = [floats(v) for v in (pending.value() for pending in each) if v is not None]
         if any(pending.failed for pending in each):
             raise StorageError("the embedder could not embed the names")  # said as semantic_unavailable
         if not vectors:
             return None
-        total = [math.fsum(map(float, column)) for column in zip(*vectors, strict=True)]
+        total = vectors[0] if len(vectors) == 1 else [sum(column) for column in zip(*vectors, strict=True)]
         norm = math.sqrt(sum(x * x for x in total)) or 1.0
         return [x / norm for x in total]
 
     return PendingVector(mean)
 
 
+def floats(vector: Vector) -> list[float]:
+    """``vector`` as a list of floats: through its own ``tolist`` where it has one (an array from
+    the model, whose elements are slow to read one by one), else element by element."""
+    as_list = getattr(vector, "tolist", None)
+    return as_list() if as_list is not None else [float(x) for x in vector]
+
+
 def leaning(vector: Vector, toward: Vector, weight: float) -> list[float]:
     """``vector + weight * toward``, made unit length again (both are unit vectors)."""
-    mixed = [float(a) + weight * float(b) for a, b in zip(vector, toward, strict=True)]
+    mixed = [a + weight * b for a, b in zip(floats(vector), floats(toward), strict=True)]
     norm = math.sqrt(sum(x * x for x in mixed)) or 1.0
     return [x / norm for x in mixed]
 
@@ -132,6 +139,8 @@ class SearchRounds:
         toward = names_vector(self.deps.embedder, names) if names else None
         wider = f"{query} {' '.join(names)}"
         second_words = self.search(wider, None) if apart and names else None
+        if second_words is not None:  # read before the vector is waited for, as the first round's are
+            episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
         vector = resolved(pending)
         if words is not None:
             first = merged(words, self.search(None, vector) if vector is not None else RecallCandidates())
