@@ -197,7 +197,10 @@ class Ranker:
     ) -> list[Episode]:
         """The ``limit`` question turns of ``episodes`` most relevant to the query: those whose
         replies are worth looking up (:mod:`episodic.application.usecases.replies`)."""
-        relevance = self._relevance([c for c in candidates if c.event_id in episodes], semantic)
+        pool = [c for c in candidates if c.event_id in episodes]
+        if not any(is_question(episodes[c.event_id]) for c in pool):
+            return []  # most tenants' episodes are no conversation turns: nothing to score
+        relevance = self._relevance(pool, semantic)
         asking = [event_id for event_id in relevance if is_question(episodes[event_id])]
         asking.sort(key=lambda event_id: -relevance[event_id][0])
         return [episodes[event_id] for event_id in asking[:limit]]
