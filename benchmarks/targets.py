@@ -110,10 +110,11 @@ def section(
 def _recall_bound(tickets: dict[str, Any]) -> str:
     model = tickets["model_p50_ms"]
     return (
-        f"{tickets['widened_share']:.0%} of the recalls run a second round, which embeds the names it adds "
-        f"(a short pass, often cached) after the first; the service's own work comes on top (two BM25 searches "
-        f"and two candidate pools read from SQLite, one ranking: profile below), the word searches overlapping "
-        f"the model; 2x leaves {model:.1f} ms beside the one query"
+        f"{tickets['widened_share']:.0%} of the recalls run a second round; its names come from the first "
+        f"round's words and their embedding (often cached) is queued behind the question's. Both rounds' word "
+        f"searches (FTS5 BM25, ~1.5 ms each) and candidate reads run while the model embeds the question and "
+        f"take about as long; the search by meaning, ranking, the read audit and the response come after it "
+        f"(profile below); 2x leaves {model:.1f} ms beside the one query"
     )
 
 
