@@ -7,7 +7,7 @@ question's vector is. Their embedding (:func:`names_vector`, a few tokens, often
 earlier recall) is queued while the question's pass runs, and the second round's words are searched
 meanwhile, so a widened recall no longer waits for the first round's search by meaning before it
 asks the model again. On the conversation benchmark the names from the best items by words read dev
-0.820 / test 0.808 against 0.826 / 0.803 from the best items by words and meaning together
+0.821 / test 0.808 against 0.826 / 0.803 from the best items by words and meaning together
 (docs/decisions.md, "Names for a second round come from the words").
 
 An index that searches words and meaning apart (:attr:`~episodic.application.ports.RecallIndex.searches_apart`,
