@@ -161,13 +161,26 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
         "id => document.querySelector('#episodes tbody tr')?.dataset.eventId === id", arg=ids["doomed"]
     )
 
-    # Approve the held write: it becomes active.
+    # Approve the held write: it becomes active. A listing of the reviews read before the decision but
+    # answered after it (held back here) must not bring the decided review back.
     page.click("nav button[data-tab=reviews]")
     page.wait_for_selector(f".review[data-review-id='{ids['held']}']")
+    stale: list[tuple[Route, APIResponse]] = []
+    page.route(
+        "**/v1/reviews?**", lambda route: stale.append((route, route.fetch())) if not stale else route.continue_()
+    )
+    page.click("nav button[data-tab=reviews]")  # a second listing, held back
     page.fill(f".review[data-review-id='{ids['held']}'] input", "checked with Sam")
     page.click(f".review[data-review-id='{ids['held']}'] button.approve")
     page.wait_for_selector("text=No review is waiting.")
     assert "approved" in page.text_content("#status")
+    assert len(stale) == 1 and ids["held"] in stale[0][1].text()
+    with page.expect_event("requestfinished"):
+        stale[0][0].fulfill(response=stale[0][1])
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # the page has read the stale answer
+    assert page.query_selector(f".review[data-review-id='{ids['held']}']") is None
+    assert page.text_content("#review-count") == ""
+    page.unroute("**/v1/reviews?**")
 
     # Erase one episode, with a confirmation; the row goes and the audit trail shows it. A listing
     # read before the erasure but answered after it (held back here) must not bring the row back.

@@ -74,6 +74,14 @@ function failed(error) {
 
 const guarded = (fn) => async (...args) => { try { await fn(...args); } catch (error) { failed(error); } };
 
+const latest = {};
+/** A listing's newest request: ``newest(name)`` starts one and returns whether it is still the
+ * newest, so an older answer that arrives later (read before a decision or an erasure) is dropped. */
+function newest(name) {
+  const mine = (latest[name] = (latest[name] || 0) + 1);
+  return () => latest[name] === mine;
+}
+
 function confirmAction(text, { expected, reason, date } = {}) {
   const dialog = $("#confirm");
   $("#confirm-text").textContent = text;
@@ -225,7 +233,6 @@ async function showOverview() {
 // -- timeline, search, one episode -------------------------------------------------------
 
 let timelineCursor = null;
-let timelineRequest = 0; // the newest listing's number: an older answer that arrives later is dropped
 
 function settleListing() {
   $("#episodes").removeAttribute("aria-busy");
@@ -239,16 +246,16 @@ function filterValues() {
 async function showTimeline(event, more = false) {
   if (event) event.preventDefault();
   const f = filterValues();
-  const mine = ++timelineRequest;
+  const current = newest("timeline");
   $("#episodes").setAttribute("aria-busy", "true");
   try {
-    await listEpisodes(f, more, mine);
+    await listEpisodes(f, more, current);
   } finally {
-    if (mine === timelineRequest) settleListing();
+    if (current()) settleListing();
   }
 }
 
-async function listEpisodes(f, more, mine) {
+async function listEpisodes(f, more, current) {
   let episodes;
   if (f.query) {
     if (f.status === "pending_review") { say("Episodes pending review are never recalled: clear the search.", "error"); return; }
@@ -257,7 +264,7 @@ async function listEpisodes(f, more, mine) {
       tags: f.tag ? [f.tag] : [], occurredAfter: dayStart(f.after), occurredBefore: dayStart(f.before),
       statuses: [f.status], limit: 50, neighbours: 0,
     } });
-    if (mine !== timelineRequest) return;
+    if (!current()) return;
     episodes = found.items.map((item) => item.episode);
     timelineCursor = null;
   } else {
@@ -265,7 +272,7 @@ async function listEpisodes(f, more, mine) {
       actorId: f.actorId, eventType: f.eventType, tag: f.tag, after: dayStart(f.after), before: dayStart(f.before),
       status: f.status, limit: 50, cursor: more ? timelineCursor : undefined,
     } });
-    if (mine !== timelineRequest) return;
+    if (!current()) return;
     episodes = page.items;
     timelineCursor = page.nextCursor;
   }
@@ -323,7 +330,7 @@ async function eraseEpisode(eventId) {
   const result = await api("DELETE", `/v1/episodes/${encodeURIComponent(eventId)}`);
   say(`Erased ${result.erased.length} episode(s)${result.cascaded.length ? ` and ${result.cascaded.length} digest(s) citing it` : ""}.`);
   $("#detail").hidden = true;
-  timelineRequest += 1; // a listing read before the erasure would bring the row back
+  newest("timeline"); // a listing read before the erasure would bring the row back: it is now stale
   settleListing();
   $(`#episodes tr[data-event-id="${CSS.escape(eventId)}"]`)?.remove();
 }
@@ -350,13 +357,16 @@ async function eraseActor() {
 // -- reviews -----------------------------------------------------------------------------
 
 async function refreshReviewCount() {
+  const current = newest("reviews");
   const pending = await api("GET", "/v1/reviews", { query: { status: "pending", limit: 500 } });
+  if (!current()) return null;
   $("#review-count").textContent = pending.items.length || "";
   return pending.items;
 }
 
 async function showReviews() {
   const items = await refreshReviewCount();
+  if (items === null) return; // a newer listing is on its way (after a decision, say)
   $("#reviews").replaceChildren(...(items.length ? items.map(reviewCard) : [el("p", { class: "muted" }, "No review is waiting.")]));
 }
 
@@ -416,6 +426,7 @@ async function verifyChains() {
 
 async function showAudit(event) {
   if (event) event.preventDefault();
+  const current = newest("audit");
   await showVerification();
   const form = Object.fromEntries(new FormData($("#audit-filters")).entries());
   const since = new Date(Date.now() - Number(form.since) * 3600 * 1000).toISOString();
@@ -425,7 +436,8 @@ async function showAudit(event) {
     const page = await api("GET", "/v1/audit", { query: { since, action: form.action.trim(), eventId: form.eventId.trim(), limit: 500, cursor } });
     records.push(...page.items);
     cursor = page.nextCursor;
-  } while (cursor && records.length < 2000);
+  } while (cursor && records.length < 2000 && current());
+  if (!current()) return;
   records.reverse();
   $("#audit tbody").replaceChildren(...(records.length ? records.map(auditRow) : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No audit record in this window."))]));
 }
