@@ -122,7 +122,7 @@ BEFORE = {
     "conversation": "p50 40 ms, p95 148 ms (batch-written, ~600 turns)",
 }
 """What the held-out re-run measured on the same kinds of corpus before this benchmark existed
-(quoted from the performance issue; its data are not ours)."""
+(its data are not ours)."""
 
 
 def section(rows: list[dict[str, Any]]) -> list[str]:

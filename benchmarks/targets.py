@@ -95,8 +95,8 @@ def section(
     return [
         "## Performance targets, before and now",
         "",
-        '"Before" quotes the held-out measurements the performance issue gives (their data, not ours; the',
-        'rows marked earlier quote an earlier issue); "now" is this run, on this repository\'s corpora. Where a',
+        '"Before" quotes the held-out measurements (their data, not ours; the rows marked earlier quote an',
+        'earlier round of them); "now" is this run, on this repository\'s corpora. Where a',
         "target is not met, the last column says what bounds it, from this run's figures; the sections below",
         "show the profiles behind them.",
         "",

@@ -148,8 +148,9 @@ class RecallReads:
         return {names[r]: v for r, v in zip(found, sims.tolist(), strict=True) if r in names}
 
     def _named(self, conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
-        """``{rowid: event_id}`` for ``rowids`` that still exist, from what is kept where it can
-        (request threads share what is kept: each pair is read with ``get``, never twice)."""
+        """``{rowid: event_id}`` for ``rowids`` that still exist, from what is kept where it can.
+        Request threads share what is kept; each reads it with ``get``, so another's clearing it
+        meanwhile costs one more query, never an error."""
         kept = self._event_ids
         result = {r: name for r in rowids if (name := kept.get(r)) is not None}
         missing = [r for r in rowids if r not in result]

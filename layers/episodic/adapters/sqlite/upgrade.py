@@ -27,6 +27,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.domain.chain import Head, linked
@@ -44,6 +46,23 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
         _access_columns(conn, version)
 
 
+@contextmanager
+def _step(conn: sqlite3.Connection) -> Iterator[None]:
+    """One upgrade step's transaction: ``BEGIN IMMEDIATE`` (a second process waits here, then
+    finds the step done), committed whole or rolled back whole."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _set_version(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+
+
 def _version(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else 0
@@ -54,8 +73,7 @@ def _search_table(conn: sqlite3.Connection, version: int) -> None:
     if not _has_table(conn, "episodes_fts"):
         return
     started = time.monotonic()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _step(conn):
         if _has_table(conn, "episodes_fts"):  # another process may have upgraded it meanwhile
             (rows,) = conn.execute("SELECT count(*) FROM episodes_fts").fetchone()
             log.warning("upgrading the full-text index of %d episodes to schema %d (once)", rows, version)
@@ -66,12 +84,8 @@ def _search_table(conn: sqlite3.Connection, version: int) -> None:
                 "episodic_tenant_token(e.tenant_id), f.text FROM episodes_fts f JOIN episodes e ON e.rowid = f.rowid"
             )
             conn.execute("DROP TABLE episodes_fts")
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(min(version, 2)),))
+            _set_version(conn, min(version, 2))
             log.warning("upgraded %d episodes' full-text rows in %.1f s", rows, time.monotonic() - started)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -80,8 +94,7 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 def _chain_audit(conn: sqlite3.Connection, version: int) -> None:
     """Schema 2 to 3: every audit record linked into its tenant's chain, in append order."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _step(conn):
         if _version(conn) < 3:  # another process may have upgraded it meanwhile
             (trigger,) = conn.execute(
                 "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_no_update'"
@@ -91,13 +104,9 @@ def _chain_audit(conn: sqlite3.Connection, version: int) -> None:
             for (tenant,) in conn.execute("SELECT DISTINCT tenant_id FROM audit").fetchall():
                 linked += _link_tenant(conn, tenant)
             conn.execute(trigger)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(min(version, 3)),))
+            _set_version(conn, min(version, 3))
             if linked:
                 log.warning("linked %d audit records into their tenants' hash chains (once)", linked)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _link_tenant(conn: sqlite3.Connection, tenant: str) -> int:
@@ -118,8 +127,7 @@ def _link_tenant(conn: sqlite3.Connection, tenant: str) -> int:
 
 def _access_columns(conn: sqlite3.Connection, version: int) -> None:
     """Schema 3 to 4: the recall counts move to their own columns, with what the documents hold."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _step(conn):
         if _version(conn) < 4:  # another process may have upgraded it meanwhile
             columns = {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}
             if "access_count" not in columns:
@@ -130,10 +138,6 @@ def _access_columns(conn: sqlite3.Connection, version: int) -> None:
                 "last_accessed_at = json_extract(doc, '$.lastAccessedAt') "
                 "WHERE json_extract(doc, '$.lastAccessedAt') IS NOT NULL"
             ).rowcount
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(min(version, 4)),))
+            _set_version(conn, min(version, 4))
             if copied:
                 log.warning("moved the recall counts of %d episodes into their own columns (once)", copied)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

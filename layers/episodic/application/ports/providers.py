@@ -25,11 +25,11 @@ class Clock(Protocol):
 class Embedder(Protocol):
     """Turns text into unit-length vectors. Identity and dimension are stored with each vector.
 
-        An embedder may also declare ``evidence_floor``, the cosine on its own scale below which a
-        recall candidate is not evidence, and ``similarity_floor``, the cosine of unrelated texts on
-        its scale (see ``Settings.ranking_weights``); without them, no floor and a scale from 0. A
-        model trained to embed questions and documents differently offers ``embed_query(text)`` for
-        what recall is asked; without it, a question is embedded like a stored text. An embedder that
+    An embedder may also declare ``evidence_floor``, the cosine on its own scale below which a
+    recall candidate is not evidence, and ``similarity_floor``, the cosine of unrelated texts on
+    its scale (see ``Settings.ranking_weights``); without them, no floor and a scale from 0. A
+    model trained to embed questions and documents differently offers ``embed_query(text)`` for
+    what recall is asked; without it, a question is embedded like a stored text. An embedder that
     can compute in the background offers ``start_query(text)``, which starts embedding a question
     (as ``embed_query`` would, where there is one) and returns a call that waits for the vector
     (raising what the model raised): recall then searches by words while the model runs."""

@@ -162,10 +162,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         # Headers and body in one write: each write to a loopback socket also runs the client's
         # side of TCP, so two cost about twice one.
-        buffered: list[bytes] | None = getattr(self, "_headers_buffer", None)  # None: HTTP/0.9 has no headers
-        lines = b"" if buffered is None else b"".join([*buffered, b"\r\n"])
-        if buffered is not None:
-            buffered.clear()
+        buffered: list[bytes] = getattr(self, "_headers_buffer", [])  # none at all for HTTP/0.9
+        lines = b"".join([*buffered, b"\r\n"]) if buffered else b""
+        buffered.clear()
         self.wfile.write(lines + (b"" if head else payload))
         self._log_request(status)
 
