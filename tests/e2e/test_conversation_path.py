@@ -123,3 +123,13 @@ def test_given_turns_at_the_calendar_edges_when_recalled_then_their_neighbours_a
     assert api.post("/v1/sessions/edge/turns", {"turns": edges}).status_code == 200
     found = api.post("/v1/recall", {}).json()
     assert sorted(ref for item in found["items"] for ref in item["episode"]["sourceRefs"]) == ["e1", "e2"]
+
+
+def test_given_turns_at_the_calendars_ends_when_a_session_is_closed_then_it_answers_without_a_server_error(
+    api: Api,
+) -> None:
+    for at in ("0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"):
+        turns = [{"turnId": "t0", "speaker": "dana", "occurredAt": at, "text": "I adopted a greyhound called Pip"}]
+        response = api.post(f"/v1/sessions/edge-{at[:4]}/turns", {"turns": turns, "endSession": True})
+        assert response.status_code == 200, response.text
+        assert response.json()["turns"][0]["decision"] in {"allow", "review", "deny"}

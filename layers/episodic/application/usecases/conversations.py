@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from episodic.application.usecases.deps import Deps
 from episodic.application.usecases.reads import Reads
+from episodic.application.usecases.replies import shifted
 from episodic.application.usecases.summarisation import Summarisation
 from episodic.application.usecases.writes import Writes
 from episodic.domain.digests.rules import digestible
@@ -118,8 +119,8 @@ class Conversations:
     def _session_turns(self, caller: Caller, session_id: str, request: TurnsRequest) -> list[Episode]:
         """The session's kept turns (each speaker's, so private ones count too; never a
         sensitive one, which a summary may not repeat), oldest first."""
-        start = min(t.occurred_at for t in request.turns) - HANDOFF_LOOKBACK
-        end = max(t.occurred_at for t in request.turns) + timedelta(microseconds=1)
+        start = shifted(min(t.occurred_at for t in request.turns), -HANDOFF_LOOKBACK)  # held at year 1
+        end = shifted(max(t.occurred_at for t in request.turns), timedelta(microseconds=1))
         found: dict[str, Episode] = {}
         for speaker in dict.fromkeys(t.speaker for t in request.turns):
             turns = TimelineRequest(
