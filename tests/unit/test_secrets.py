@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from episodic.domain.policy.secrets import _ANY_TOKEN, _PATTERNS, _READ_AS_ENGLISH, Redacted, luhn_valid, redact
+from episodic.domain.policy.cards import luhn_valid
+from episodic.domain.policy.secrets import _ANY_TOKEN, _PATTERNS, _READ_AS_ENGLISH, Redacted, redact
 
 
 def _luhn_check_digit(payload: str) -> str:

@@ -216,6 +216,35 @@ def unicode_classes(pattern: str) -> str:
     return "".join(out)
 
 
+SCREEN_MEMORY = 256 << 20
+"""RE2's memory budget for a screen (:func:`any_of`): the alternation of every instruction pattern
+needs about 50 MiB of automaton states over varied text, and under a smaller budget RE2 keeps
+rebuilding them (a search then costs ten times more, still linear)."""
+
+_NAMED_GROUP = compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+
+
+def any_of(patterns: list[Pattern]) -> Pattern:
+    """One pattern that finds a match in ``"\\n".join(readings)`` whenever any of ``patterns`` would
+    find one in any of the readings: a screen that clears, in one search, the texts that none of
+    them can match (most texts), so that only the rest pay for the patterns one by one.
+
+    Each pattern keeps its own case and dot flags; named groups become plain groups (several
+    patterns name theirs alike, and a name plays no part in whether a match exists); the whole is
+    searched in multi-line mode, where ``^`` and ``$`` also hold at each reading's edges and a line
+    break is what the start or end of a text is to ``\\b``. The screen may also match where no
+    pattern would (across two readings, or where a veto group would have discarded the match):
+    it only decides whether the exact search is needed."""
+    parts = []
+    for pattern in patterns:
+        flags = ("" if pattern.options.case_sensitive else "i") + ("s" if pattern.options.dot_nl else "")  # type: ignore[attr-defined]
+        parts.append(f"(?{flags}:{_NAMED_GROUP.sub('(?:', pattern.pattern)})")
+    options = re2.Options()
+    options.max_mem = SCREEN_MEMORY
+    options.log_errors = False
+    return re2.compile("(?m)(?:" + "|".join(parts) + ")", options)
+
+
 @cache
 def group_numbers(pattern: Pattern) -> dict[str, int]:
     """``pattern.groupindex``, read once a pattern: RE2's wrapper builds that dict on every read

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from itertools import repeat
 from pathlib import Path
 
 from episodic.domain.linear import one_line, words
@@ -79,8 +80,13 @@ class InstructionModel:
     threshold: float = THRESHOLD
 
     def probability(self, text: str) -> float:
-        z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in features(text).items())
-        return _sigmoid(z)
+        """The sigmoid of the bias plus the features' weights; every feature has the same value
+        (:func:`features`), so the weights are summed first and scaled once."""
+        buckets = features(text)
+        if not buckets:
+            return _sigmoid(self.bias)
+        value = next(iter(buckets.values()))
+        return _sigmoid(self.bias + value * sum(map(self.weights.get, buckets, repeat(0.0))))
 
     def is_instruction(self, text: str) -> bool:
         return self.probability(text) >= self.threshold

@@ -209,7 +209,7 @@ ENGLISH_DUTY = linear.compile(
 )
 """A veto pattern (:func:`episodic.domain.linear.search_unvetoed`)."""
 
-_FROM_NOW_ON = linear.compile(
+FROM_NOW_ON = linear.compile(
     # "from now on refunds need manager approval" -- unless the sentence is someone's wish (see below)
     rf"(?i)\bfrom\s+now\s+on\b(?P<veto>[.;!?)]|\s*$|,?\s+(?:{_PREFERENCE})\b"
     r"|[^.;!?]{0,40}\b(?:wants|would\s+like|prefers|asked|requests)\b)?"
@@ -226,10 +226,10 @@ _CLAUSE_END = linear.compile(r"[.;!?]")
 def rule_from_now_on(text: str) -> bool:
     """Whether "from now on" opens a rule rather than a person's wish or plan. The wishes and the
     clause ends are found once; each "from now on" asks whether a wish came after the last end."""
-    veto = _FROM_NOW_ON.groupindex["veto"]
+    veto = FROM_NOW_ON.groupindex["veto"]
     wishes: list[int] | None = None
     ends: list[int] = []
-    for opening in _FROM_NOW_ON.finditer(text):
+    for opening in FROM_NOW_ON.finditer(text):
         if opening.start(veto) >= 0:
             continue
         if wishes is None:

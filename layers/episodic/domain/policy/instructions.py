@@ -43,6 +43,7 @@ from episodic.domain.policy.instruction_patterns_en import (
     ENGLISH_NEW_IDENTITY,
     ENGLISH_OVERRIDE,
     ENGLISH_STANDING_ORDER,
+    FROM_NOW_ON,
     SQUASHED_INJECTION,
     SQUASHED_STANDING_ORDER,
     ordinary_rules_joined,
@@ -117,16 +118,39 @@ _CHECKS = [
 ]
 
 
+_READINGS = list(dict.fromkeys((check.prepare, group) for check in _CHECKS for group in check.reads))
+"""Each view group as some check prepares it (the "from now on" rule reads words and Latin skeletons
+as :func:`ascii_words`, which the English checks read too)."""
+_SCREEN = linear.any_of([check.pattern for check in _CHECKS] + [FROM_NOW_ON])
+"""Every check's pattern and the "from now on" opening as one: a text it finds nothing in (every
+reading as each check reads it, one per line) shows no family, in one search."""
+
+
+def _screened(readings: dict[str, tuple[str, ...]]) -> str:
+    return "\n".join(
+        dict.fromkeys(prepare(text) if prepare else text for prepare, group in _READINGS for text in readings[group])
+    )
+
+
 @lru_cache(maxsize=4096)
 def kinds(text: str) -> frozenset[str]:
     """Which families (``injection``, ``delimiter``, ``standing_order``) any reading of ``text`` shows."""
     seen = views(text)
     readings = {_WORDS: seen.words, _LATIN: seen.latin, _SQUASHED: seen.squashed}
+    if _SCREEN.search(_screened(readings)) is None:
+        return frozenset()
+    return _families(readings)
+
+
+def _families(readings: dict[str, tuple[str, ...]]) -> frozenset[str]:
+    """What :func:`kinds` answers, each check and the "from now on" rule run one by one."""
     found: set[str] = set()
     for check in _CHECKS:
         if check.family not in found and check.found(readings):
             found.add(check.family)
-    if STANDING_ORDER not in found and any(rule_from_now_on(ascii_words(v)) for v in (*seen.words, *seen.latin)):
+    if STANDING_ORDER not in found and any(
+        rule_from_now_on(ascii_words(v)) for v in (*readings[_WORDS], *readings[_LATIN])
+    ):
         found.add(STANDING_ORDER)
     return frozenset(found)
 

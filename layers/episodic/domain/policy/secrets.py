@@ -17,20 +17,12 @@ from dataclasses import dataclass
 
 from episodic.domain import linear
 from episodic.domain.linear import Match
+from episodic.domain.policy.cards import DIGIT_RUN, redact_cards
 
 _EDGE_BEFORE = r"(?:^|[^A-Za-z0-9])"
 """A token starts after a character that is not an ASCII letter or digit (``_`` separates, unlike
 ``\b``): a key inside a tag or an id (``key_AKIA...``) is found too. Consumed: every token
 pattern keeps the token itself in its group ``token``, and only that group is replaced."""
-
-_DIGIT_RUN = linear.compile(r"\d(?:[ ._/-]?\d){12,}")
-"""Digits in groups joined by single separators, 13 digits or more: where a card number can be."""
-_CARD_SEPARATORS = " ._/-"
-_NO_SEPARATORS = str.maketrans("", "", _CARD_SEPARATORS)
-_SEPARATORS_AS_SPACE = str.maketrans(_CARD_SEPARATORS, " " * len(_CARD_SEPARATORS))
-_CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
-"""Besides plain digit runs and groups of four, the Amex/Diners layouts."""
-CARD_DIGITS = (13, 19)
 
 _LABEL_WORDS = (
     r"password|passwd|pwd|pw|passphrase|passcode|secret|api[_ -]?key|api[_ -]?secret|access[_ -]?token|"
@@ -145,17 +137,19 @@ _KEY_WORD = linear.compile(r"[A-Z]+[a-z]*|[a-z]+|\d+")
 """A key's words: camelCase humps, lower-case runs, numbers (``APIKey`` is split by :func:`_key_words`)."""
 
 
-def luhn_valid(digits: str) -> bool:
-    """The Luhn (mod 10) check that every payment card number passes."""
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2 == 1:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
+_SCREEN = linear.any_of(
+    [
+        DIGIT_RUN,
+        *(pattern for _, pattern in _PATTERNS),
+        _STRONG_PAIR,
+        _WEAK_PAIR,
+        _URL_CREDENTIAL,
+        _CREDENTIAL_WORDS,
+        _AWS_SECRET,
+    ]
+)
+"""Every pattern :func:`redact` runs, as one: where it finds nothing in the text, its :func:`probe`
+and its :func:`english` reading (one per line), no step can find anything, and the text is kept."""
 
 
 @dataclass(frozen=True)
@@ -169,8 +163,21 @@ def redact(text: str) -> Redacted:
 
     Each step reads the text once (RE2, and Python over the runs it finds), so the whole is linear
     in the text's length; a step sees the text as the steps before it left it."""
+    if _SCREEN.search(_screened(text)) is None:
+        return Redacted(text=text, kinds=())
+    return _redacted(text)
+
+
+def _screened(text: str) -> str:
+    """The text, its :func:`probe` and its :func:`english` reading, one per line: what :data:`_SCREEN` reads."""
+    probed = probe(text)
+    return "\n".join(dict.fromkeys((text, probed, linear.ascii_words(probed))))
+
+
+def _redacted(text: str) -> Redacted:
+    """What :func:`redact` answers, every step run."""
     kinds: list[str] = []
-    text = _redact_cards(text, kinds)
+    text = redact_cards(text, kinds)
     any_token = _ANY_TOKEN.search(text) is not None
     for kind, pattern in _PATTERNS:
         if not any_token and kind not in _READ_AS_ENGLISH:
@@ -233,39 +240,6 @@ def _redact_pairs(pattern: linear.Pattern, text: str, weak: bool, kinds: list[st
 def _weak_value(value: str) -> bool:
     """A value after "is" that looks like a password: quoted, or holding a digit or a symbol."""
     return value[:1] in "\"'" or any(c.isdigit() or c in _PASSWORD_SYMBOLS for c in value)
-
-
-def _redact_cards(text: str, kinds: list[str]) -> str:
-    r"""Every card number: in each run of digit groups, from each group on, the longest stretch of
-    whole groups holding 13 to 19 digits is a candidate (as a pattern with ``(?<!\d)`` and
-    ``(?!\d)`` around 13-19 digits reads it); a candidate laid out like a card that passes the
-    Luhn check is replaced. At most 19 groups are looked at from each group: linear."""
-    pieces: list[str] = []
-    kept = 0
-    for run in _DIGIT_RUN.finditer(text):
-        lengths = [len(group) for group in run.group(0).translate(_SEPARATORS_AS_SPACE).split(" ")]
-        starts = [run.start()]
-        for length in lengths[:-1]:
-            starts.append(starts[-1] + length + 1)  # one separator between groups
-        i = 0
-        while i < len(lengths):
-            j, digits, best = i, 0, None
-            while j < len(lengths) and digits + lengths[j] <= CARD_DIGITS[1]:
-                digits += lengths[j]
-                if digits >= CARD_DIGITS[0]:
-                    best = j
-                j += 1
-            if best is None:
-                i += 1
-                continue
-            start, end = starts[i], starts[best] + lengths[best]
-            candidate = text[start:end]
-            if _card_like(candidate) and luhn_valid(candidate.translate(_NO_SEPARATORS)):
-                kinds.append("payment_card")
-                pieces += [text[kept:start], "[REDACTED:payment_card]"]
-                kept = end
-            i = best + 1
-    return "".join([*pieces, text[kept:]]) if pieces else text
 
 
 def _redact_labelled_tokens(text: str, kinds: list[str]) -> str:
@@ -355,20 +329,6 @@ def _looks_generated(token: str) -> bool:
     )
     letters = sum(c.isalpha() for c in token)
     return (classes >= 3 and letters >= 2 and len(token) >= 8) or (len(token) >= 12 and classes >= 2)
-
-
-def _card_like(candidate: str) -> bool:
-    """A card number: 13-19 digits from a card network's range (2-6), as one run or grouped like a card."""
-    digits = candidate.translate(_NO_SEPARATORS)
-    if not 13 <= len(digits) <= 19 or digits[0] not in "23456":
-        return False
-    used = {c for c in candidate if c in _CARD_SEPARATORS}
-    if len(used) > 1:
-        return False  # one card is written with one kind of separator
-    if not used:
-        return True
-    groups = tuple(len(g) for g in candidate.split(used.pop()))
-    return (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or groups in _CARD_GROUPINGS
 
 
 def _key_words(key: str) -> list[str]:
