@@ -108,6 +108,23 @@ def test_given_a_large_scope_when_searched_then_the_filtered_index_agrees_with_e
     assert agree / 200 >= 0.95
 
 
+@pytest.mark.parametrize("threshold", [10**9, 500])
+def test_given_several_queries_when_searched_together_then_each_gets_what_it_gets_alone(db, threshold):
+    """One pass for several queries (a recall's two rounds) answers each as its own search does,
+    exact or through the index."""
+    vectors = add(db, 3000)
+    scope = all_rowids(db)[::2]
+    search = VectorSearch(ann_threshold=threshold)
+    ready(search, db, scope, vectors[0])
+    queries = [vectors[5], vectors[900], vectors[2000]]
+    together = search.search_many(db, "acme", "m1", scope, queries, 10)
+    for query, (ids, sims, strategy) in zip(queries, together, strict=True):
+        alone_ids, alone_sims, alone_strategy = search.search(db, "acme", "m1", scope, query, 10)
+        assert strategy == alone_strategy == ("exact" if threshold > 3000 else "ivf")
+        assert list(ids) == list(alone_ids)
+        assert sims == pytest.approx(alone_sims, abs=1e-5)
+
+
 def test_given_rows_written_after_the_index_was_built_when_searched_then_the_index_finds_them(db, tmp_path):
     add(db, 3000)
     search = VectorSearch(ann_threshold=1000)

@@ -53,6 +53,22 @@ class OneRequestIndexDouble:
         return self.real.candidates(*args, **kwargs)
 
 
+class CountingApartIndexDouble:
+    """TEST DOUBLE: the real local index, counting what it is asked by meaning alone."""
+
+    searches_apart = True
+
+    def __init__(self, real) -> None:
+        self.real, self.by_meaning_calls = real, []
+
+    def candidates(self, *args, **kwargs):
+        return self.real.candidates(*args, **kwargs)
+
+    def by_meaning(self, scope, vectors, pool_size, embedder=None):
+        self.by_meaning_calls.append(len(vectors))
+        return self.real.by_meaning(scope, vectors, pool_size, embedder)
+
+
 @pytest.fixture
 def dana(writes):
     for summary in (
@@ -85,6 +101,16 @@ def test_given_an_index_searching_both_at_once_when_recalling_then_it_finds_what
     assert [i.episode.event_id for i in together.items] == [i.episode.event_id for i in apart.items]
     for mine, theirs in zip(apart.items, together.items, strict=True):
         assert mine.components.relevance == pytest.approx(theirs.components.relevance, abs=1e-9)
+
+
+def test_given_a_widened_recall_on_an_index_searching_apart_when_searching_then_both_rounds_meaning_is_one_pass(
+    deps, dana
+):
+    counting = CountingApartIndexDouble(deps.index)
+    answer = Reads(replace(deps, index=counting)).recall(AGENT, RecallRequest(query=QUESTION))
+    assert answer.interpretation.widened_with == ["Kirsty"]
+    assert counting.by_meaning_calls == [2]  # the question's vector and the second round's, together
+    assert answer.items[0].components.semantic > 0 and answer.items[0].components.widened is not None
 
 
 def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_their_mean_direction(embedder):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -95,11 +96,9 @@ class RecallReads:
         semantic: dict[str, float] = {}
         query_vector = resolved(pending)
         if query_vector is not None and embedder is not None:
-            semantic = self._semantic(conn, scope, query_vector, pool_size, embedder)
-        ids = list(dict.fromkeys([*semantic, *lexical]))
-        return RecallCandidates(
-            [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
-        )
+            (semantic,) = self._semantic(conn, scope, [query_vector], pool_size, embedder)
+        ids = dict.fromkeys([*semantic, *lexical])
+        return RecallCandidates([Candidate(i, lexical.get(i, 0.0), semantic.get(i, 0.0)) for i in ids])
 
     def _words(
         self, conn: sqlite3.Connection, scope: Scope, where: str, params: list[Any], text: str, pool_size: int
@@ -134,18 +133,33 @@ class RecallReads:
         thread.start()
         return thread
 
+    def by_meaning(
+        self, scope: Scope, vectors: Sequence[Vector], pool_size: int, embedder: str | None = None
+    ) -> list[RecallCandidates]:
+        """For each of ``vectors``, the best ``pool_size`` of the scope by cosine alone, all compared
+        in one pass over the scope's vectors (a recall's two rounds ask at the same moment)."""
+        embedder = embedder or self.embedder
+        if embedder is None or not vectors:
+            return [RecallCandidates() for _ in vectors]
+        with self.db.reading() as conn:
+            found = self._semantic(conn, scope, vectors, pool_size, embedder)
+        return [RecallCandidates([Candidate(i, 0.0, cosine) for i, cosine in each.items()]) for each in found]
+
     def _semantic(
-        self, conn: sqlite3.Connection, scope: Scope, query_vector: Vector, pool_size: int, embedder: str
-    ) -> dict[str, float]:
-        """``{event_id: cosine}`` of the best ``pool_size`` vectors among the scope's rowids."""
+        self, conn: sqlite3.Connection, scope: Scope, query_vectors: Sequence[Vector], pool_size: int, embedder: str
+    ) -> list[dict[str, float]]:
+        """``{event_id: cosine}`` of the best ``pool_size`` vectors among the scope's rowids, for
+        each of ``query_vectors``."""
         rowids = self.scopes.rowids(conn, scope)
         if not len(rowids):
-            return {}
-        query = np.asarray(query_vector, dtype=np.float32)
-        top, sims, _ = self.vectors.search(conn, scope.tenant_id, embedder, rowids, query, pool_size)
-        found = top.tolist()
-        names = self._named(conn, found)
-        return {names[r]: v for r, v in zip(found, sims.tolist(), strict=True) if r in names}
+            return [{} for _ in query_vectors]
+        queries = [np.asarray(vector, dtype=np.float32) for vector in query_vectors]
+        found = []
+        for top, sims, _ in self.vectors.search_many(conn, scope.tenant_id, embedder, rowids, queries, pool_size):
+            rows = top.tolist()
+            names = self._named(conn, rows)
+            found.append({names[r]: v for r, v in zip(rows, sims.tolist(), strict=True) if r in names})
+        return found
 
     def _named(self, conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
         """``{rowid: event_id}`` for ``rowids`` that still exist, from what is kept where it can.

@@ -166,26 +166,59 @@ class VectorSearch:
         k: int,
     ) -> tuple[np.ndarray, np.ndarray, str]:
         """Top ``k`` (rowids, similarities, strategy) among ``scope_rowids``."""
-        vectors = self._tenant(tenant_id, embedder, len(query))
+        return self.search_many(conn, tenant_id, embedder, scope_rowids, [query], k)[0]
+
+    def search_many(
+        self,
+        conn: Any,
+        tenant_id: str,
+        embedder: str,
+        scope_rowids: np.ndarray,
+        queries: list[np.ndarray],
+        k: int,
+    ) -> list[tuple[np.ndarray, np.ndarray, str]]:
+        """:meth:`search` for each of ``queries`` over the same scope: the vectors are brought up to
+        date and the scope placed once, and an exact search compares every query in one pass."""
+        vectors = self._tenant(tenant_id, embedder, len(queries[0]))
         with vectors.lock:
             self._sync(conn, tenant_id, embedder, vectors)
             self._keep_index(tenant_id, embedder, vectors)
+            found: dict[int, tuple[np.ndarray, np.ndarray, str]] = {}
             if len(scope_rowids) >= self.ann_threshold and vectors.index is not None:
-                ids, sims = vectors.index.search(query, k, scope_rowids, len(scope_rowids) / vectors.count)
-                if len(ids) >= min(k, len(scope_rowids)):
-                    self._count("ivf")
-                    return ids, sims, "ivf"
-            self._count("exact")
-            positions = vectors.positions(np.sort(scope_rowids))
-            if len(positions) == 0:
-                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), "exact"
-            if len(positions) * 8 > vectors.count:
-                sims = (vectors.matrix @ query)[positions]  # one contiguous BLAS pass beats a large gather
-            else:
-                sims = vectors.matrix[positions] @ query
+                share = len(scope_rowids) / vectors.count
+                for n, query in enumerate(queries):
+                    ids, sims = vectors.index.search(query, k, scope_rowids, share)
+                    if len(ids) >= min(k, len(scope_rowids)):
+                        self._count("ivf")
+                        found[n] = (ids, sims, "ivf")
+            exact = [n for n in range(len(queries)) if n not in found]
+            for n, top in zip(exact, self._exact(vectors, scope_rowids, [queries[n] for n in exact], k), strict=True):
+                self._count("exact")
+                found[n] = top
+            return [found[n] for n in range(len(queries))]
+
+    @staticmethod
+    def _exact(
+        vectors: TenantVectors, scope_rowids: np.ndarray, queries: list[np.ndarray], k: int
+    ) -> list[tuple[np.ndarray, np.ndarray, str]]:
+        """Every query against every vector of the scope (the caller holds ``vectors.lock``)."""
+        if not queries:
+            return []
+        positions = vectors.positions(np.sort(scope_rowids))
+        if len(positions) == 0:
+            return [(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), "exact") for _ in queries]
+        block = np.stack(queries, axis=1)
+        if len(positions) * 8 > vectors.count:
+            similarities = (vectors.matrix @ block)[positions]  # one contiguous BLAS pass beats a large gather
+        else:
+            similarities = vectors.matrix[positions] @ block
+        tops = []
+        for column in range(len(queries)):
+            sims = similarities[:, column]
             top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
             top = top[np.argsort(-sims[top])]
-            return vectors.rowids[positions[top]], sims[top], "exact"
+            tops.append((vectors.rowids[positions[top]], sims[top], "exact"))
+        return tops
 
     def load(self, conn: Any, tenant_id: str, embedder: str, dimension: int) -> int:
         """Read the tenant's vectors into memory now (and start its index, when it is large

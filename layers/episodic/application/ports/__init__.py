@@ -25,7 +25,14 @@ from episodic.application.ports.governance import (
 )
 from episodic.application.ports.maintenance import ColdArchive, ErasureCompaction, MaintenanceScans, VectorMaintenance
 from episodic.application.ports.providers import Clock, Embedder, Summariser, Vector
-from episodic.application.ports.search import PendingVector, RecallCandidates, RecallIndex, RecallProjection, resolved
+from episodic.application.ports.search import (
+    PendingVector,
+    RecallCandidates,
+    RecallIndex,
+    RecallProjection,
+    SearchesApart,
+    resolved,
+)
 from episodic.application.ports.store import (
     Changes,
     EpisodeStore,
@@ -67,6 +74,7 @@ __all__ = [
     "ReviewTokens",
     "Scope",
     "ScopeReader",
+    "SearchesApart",
     "StatsChange",
     "StatusChange",
     "StoredEpisode",

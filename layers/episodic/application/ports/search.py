@@ -4,7 +4,7 @@ projection the timeline's changes keep in step."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,8 +61,9 @@ class RecallIndex(Protocol):
     """A projection of the timeline for recall: returns scoped candidates with raw signals.
 
     An index that searches words and meaning apart, so that asking for each on its own costs no
-    more than asking for both, says so with a class attribute ``searches_apart = True``: recall
-    then asks it for the words while the model embeds the question (:mod:`~episodic.application.usecases.rounds`)."""
+    more than asking for both, says so with a class attribute ``searches_apart = True`` and offers
+    :meth:`SearchesApart.by_meaning`: recall then asks it for the words while the model embeds the
+    question, and for both rounds' meaning at once (:mod:`~episodic.application.usecases.rounds`)."""
 
     def candidates(
         self,
@@ -79,6 +80,19 @@ class RecallIndex(Protocol):
         A pending vector is read with :func:`resolved` as late as the index can (after its
         search by words, where the two are separate); resolved to ``None``, the search is by
         words alone."""
+        ...
+
+
+class SearchesApart(RecallIndex, Protocol):
+    """A :class:`RecallIndex` that says ``searches_apart = True``."""
+
+    searches_apart: bool
+
+    def by_meaning(
+        self, scope: Scope, vectors: Sequence[Vector], pool_size: int, embedder: str | None = None
+    ) -> list[RecallCandidates]:
+        """For each of ``vectors``, the best ``pool_size`` of ``scope`` by cosine alone (as
+        :meth:`RecallIndex.candidates` finds them with no query text), in one pass."""
         ...
 
 

@@ -10,10 +10,11 @@ asks the model again. On the conversation benchmark the names from the best item
 0.821 / test 0.808 against 0.826 / 0.803 from the best items by words and meaning together
 (docs/decisions.md, "Names for a second round come from the words").
 
-An index that searches words and meaning apart (:attr:`~episodic.application.ports.RecallIndex.searches_apart`,
-the local store) is asked for each on its own, so each overlaps the model; one whose hybrid search is
-a single request (OpenSearch) is asked once per round, as before. Both ways find the same
-candidates and the same names.
+An index that searches words and meaning apart (:class:`~episodic.application.ports.SearchesApart`, the
+local store) is asked for each on its own, so the words overlap the model, and for both rounds' meaning
+in one pass once the vectors are there (one scan of the scope's vectors, one read of the episodes they
+add); one whose hybrid search is a single request (OpenSearch) is asked once per round. Both ways find
+the same candidates and the same names.
 """
 
 from __future__ import annotations
@@ -21,8 +22,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from episodic.application.ports import Embedder, PendingVector, RecallCandidates, Scope, Vector, resolved
+from episodic.application.ports import (
+    Embedder,
+    PendingVector,
+    RecallCandidates,
+    Scope,
+    SearchesApart,
+    Vector,
+    resolved,
+)
 from episodic.application.usecases.deps import Deps
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Caller, Episode, RecallRequest
@@ -95,7 +105,7 @@ def merged(words: RecallCandidates, meaning: RecallCandidates) -> RecallCandidat
     lexical = {c.event_id: c.lexical for c in words.items}
     semantic = {c.event_id: c.semantic for c in meaning.items}
     ids = dict.fromkeys([*semantic, *lexical])
-    items = [Candidate(event_id=i, lexical=lexical.get(i, 0.0), semantic=semantic.get(i, 0.0)) for i in ids]
+    items = [Candidate(i, lexical.get(i, 0.0), semantic.get(i, 0.0)) for i in ids]
     return RecallCandidates(items, (*words.degraded, *meaning.degraded))
 
 
@@ -131,25 +141,45 @@ class SearchRounds:
     def run(self, query: str, pending: PendingVector, request: RecallRequest) -> Found:
         """Both rounds for ``query`` (embedded as ``pending``), the second only when ``request``
         widens and the first round's best items by words name something the query does not."""
-        apart = getattr(self.deps.index, "searches_apart", False)
-        words = self.search(query, None) if apart else None
-        first = words if words is not None else self.search(query, pending)
+        index = self.deps.index
+        if not getattr(index, "searches_apart", False):
+            return self._together(query, pending, request)
+        words = self.search(query, None)
+        episodes = self.admitted([c.event_id for c in words.items])
+        names = self._names(query, words.items, episodes) if request.widen else []
+        toward = names_vector(self.deps.embedder, names) if names else None
+        second_words = self.search(f"{query} {' '.join(names)}", None) if names else RecallCandidates()
+        # read before the vector is waited for, as the first round's are
+        episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
+        vector = resolved(pending)
+        lean = self._lean(vector, toward)
+        wanted = [v for v in (vector, lean) if v is not None]
+        meaning = iter(
+            cast(SearchesApart, index).by_meaning(self.scope, wanted, self.pool, self.deps.embedder.name)
+            if wanted
+            else []
+        )
+        first = merged(words, next(meaning) if vector is not None else RecallCandidates())
+        second = merged(second_words, next(meaning) if lean is not None else RecallCandidates()) if names else None
+        found = [c.event_id for round_ in (first, second) if round_ is not None for c in round_.items]
+        episodes.update(self.admitted([i for i in dict.fromkeys(found) if i not in episodes]))
+        result = Found(first, episodes, vector)
+        if second is not None:
+            result.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
+        return result
+
+    def _together(self, query: str, pending: PendingVector, request: RecallRequest) -> Found:
+        """:meth:`run` against an index that searches words and meaning in one request a round."""
+        first = self.search(query, pending)
         episodes = self.admitted([c.event_id for c in first.items])
         names = self._names(query, first.items, episodes) if request.widen else []
         toward = names_vector(self.deps.embedder, names) if names else None
-        wider = f"{query} {' '.join(names)}"
-        second_words = self.search(wider, None) if apart and names else None
-        if second_words is not None:  # read before the vector is waited for, as the first round's are
-            episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
         vector = resolved(pending)
-        if words is not None:
-            first = merged(words, self.search(None, vector) if vector is not None else RecallCandidates())
-            episodes.update(self.admitted([c.event_id for c in first.items if c.event_id not in episodes]))
         found = Found(first, episodes, vector)
         if names:
-            second = self._second(wider, second_words, vector, toward)
+            second = self.search(f"{query} {' '.join(names)}", self._lean(vector, toward))
             episodes.update(self.admitted([c.event_id for c in second.items if c.event_id not in episodes]))
-            found.widened = names, second
+            found.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
         return found
 
     def _names(self, query: str, first: Sequence[Candidate], episodes: dict[str, Episode]) -> list[str]:
@@ -159,16 +189,13 @@ class SearchRounds:
         actors = {episodes[c.event_id].actor_id for c in by_words}
         return widening_names(query, [e.summary for e in best], actors) if best else []
 
-    def _second(
-        self, wider: str, words: RecallCandidates | None, vector: Vector | None, toward: PendingVector | None
-    ) -> RecallCandidates:
-        """The second round: ``wider`` (the query and its names) by words, and by the query's
-        ``vector`` leaning toward the names' (:data:`NAMES_WEIGHT`) when both could be made."""
-        names_vector = resolved(toward)
-        lean = None if vector is None or names_vector is None else leaning(vector, names_vector, NAMES_WEIGHT)
-        if words is None:  # one search of both at once
-            found = self.search(wider, lean)
-        else:
-            found = merged(words, self.search(None, lean) if lean is not None else RecallCandidates())
-        failed = ("semantic_unavailable",) if toward is not None and toward.failed else ()
-        return RecallCandidates(found.items, (*found.degraded, *failed))
+    @staticmethod
+    def _lean(vector: Vector | None, toward: PendingVector | None) -> list[float] | None:
+        """The second round's vector: the query's ``vector`` leaning toward the names' (:data:`NAMES_WEIGHT`),
+        when both could be made."""
+        names = resolved(toward)
+        return None if vector is None or names is None else leaning(vector, names, NAMES_WEIGHT)
+
+    @staticmethod
+    def _failed(toward: PendingVector | None) -> tuple[str, ...]:
+        return ("semantic_unavailable",) if toward is not None and toward.failed else ()
