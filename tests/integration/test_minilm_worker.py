@@ -105,5 +105,7 @@ def test_given_a_started_query_when_waited_for_then_it_is_the_embedding_and_is_k
     vector = wait()
     assert np.allclose(vector, minilm.embed(["which customer reported the invoice problem?"])[0], atol=1e-5)
     passes = embedder.passes
-    again = embedder.start_query("which customer reported the invoice problem?")()
+    kept = embedder.start_query("which customer reported the invoice problem?")
+    assert wait.ready() and kept.ready()  # waited for, and kept: neither call would wait
+    again = kept()
     assert embedder.passes == passes and np.allclose(again, vector, atol=1e-6)  # from the cache, no pass

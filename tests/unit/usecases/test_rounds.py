@@ -103,14 +103,47 @@ def test_given_an_index_searching_both_at_once_when_recalling_then_it_finds_what
         assert mine.components.relevance == pytest.approx(theirs.components.relevance, abs=1e-9)
 
 
-def test_given_a_widened_recall_on_an_index_searching_apart_when_searching_then_both_rounds_meaning_is_one_pass(
-    deps, dana
-):
+class ReadyEmbedderDouble:
+    """TEST DOUBLE: the hashing embedder with ``start_query`` whose waits say they are ready (as
+    the model's do for a text it embedded before)."""
+
+    def __init__(self, real) -> None:
+        self.real, self.name, self.dimension = real, real.name, real.dimension
+
+    def embed(self, texts):
+        return self.real.embed(texts)
+
+    def start_query(self, text):
+        vector = self.real.embed([text])[0]
+
+        class Done:
+            def __call__(self):
+                return vector
+
+            def ready(self):
+                return True
+
+        return Done()
+
+
+def test_given_the_names_embedded_when_the_question_is_then_both_rounds_meaning_is_searched_in_one_pass(deps, dana):
     counting = CountingApartIndexDouble(deps.index)
-    answer = Reads(replace(deps, index=counting)).recall(AGENT, RecallRequest(query=QUESTION))
+    ready = Reads(replace(deps, index=counting, embedder=ReadyEmbedderDouble(deps.embedder)))
+    answer = ready.recall(AGENT, RecallRequest(query=QUESTION))
     assert answer.interpretation.widened_with == ["Kirsty"]
     assert counting.by_meaning_calls == [2]  # the question's vector and the second round's, together
     assert answer.items[0].components.semantic > 0 and answer.items[0].components.widened is not None
+
+
+def test_given_the_names_still_embedding_when_the_question_is_ready_then_its_meaning_is_searched_meanwhile(deps, dana):
+    counting = CountingApartIndexDouble(deps.index)
+    waiting = Reads(replace(deps, index=counting, embedder=RecordingEmbedderDouble(deps.embedder)))
+    answer = waiting.recall(AGENT, RecallRequest(query=QUESTION))
+    assert counting.by_meaning_calls == [1, 1]  # the question's first, then the names' when they are there
+    together = Reads(replace(deps, embedder=ReadyEmbedderDouble(deps.embedder))).recall(
+        AGENT, RecallRequest(query=QUESTION)
+    )
+    assert [i.episode.event_id for i in answer.items] == [i.episode.event_id for i in together.items]
 
 
 def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_their_mean_direction(embedder):

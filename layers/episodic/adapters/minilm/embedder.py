@@ -46,6 +46,18 @@ class _Pending:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(frozen=True)
+class _Waiting:
+    """A started query's vector: calling it waits for the vector; :meth:`ready` says whether that
+    would wait."""
+
+    wait: Callable[[], Any]
+    ready: Callable[[], bool]
+
+    def __call__(self) -> Any:
+        return self.wait()
+
+
 class MiniLMEmbedder:
     name = MODEL_NAME
     dimension = DIMENSION
@@ -118,13 +130,14 @@ class MiniLMEmbedder:
         return results
 
     def start_query(self, text: str) -> Callable[[], Any]:
-        """``text``'s vector, started now on a worker: the call returned waits for it. The
-        caller goes on meanwhile (recall searches by words while the model runs)."""
+        """``text``'s vector, started now on a worker: the call returned waits for it (and says
+        through its ``ready()`` whether it would wait). The caller goes on meanwhile (recall
+        searches by words while the model runs)."""
         with self._cache_lock:
             cached = self._cache.get(text)
             if cached is not None:
                 self._cache.move_to_end(text)
-                return lambda: cached
+                return _Waiting(lambda: cached, lambda: True)
         pending = self._submit([text])
 
         def wait() -> Any:
@@ -132,7 +145,7 @@ class MiniLMEmbedder:
             self._keep(text, vector)
             return vector
 
-        return wait
+        return _Waiting(wait, pending.done.is_set)
 
     def _keep(self, text: str, vector: Any) -> None:
         with self._cache_lock:

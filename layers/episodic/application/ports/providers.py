@@ -32,7 +32,8 @@ class Embedder(Protocol):
     what recall is asked; without it, a question is embedded like a stored text. An embedder that
     can compute in the background offers ``start_query(text)``, which starts embedding a question
     (as ``embed_query`` would, where there is one) and returns a call that waits for the vector
-    (raising what the model raised): recall then searches by words while the model runs."""
+    (raising what the model raised): recall then searches by words while the model runs. That call
+    may also offer ``ready()``, true once calling it would not wait."""
 
     @property
     def name(self) -> str: ...

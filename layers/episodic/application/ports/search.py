@@ -21,11 +21,17 @@ class PendingVector:
     overlap. ``wait`` returns the vector; an embedder that failed (``StorageError``) leaves
     ``None`` and :attr:`failed` set, and recall goes on by words, as it does without a vector."""
 
-    def __init__(self, wait: Callable[[], Vector | None]) -> None:
+    def __init__(self, wait: Callable[[], Vector | None], ready: Callable[[], bool] | None = None) -> None:
+        """``ready``, when the maker of ``wait`` can tell, says whether ``wait`` would return at once."""
         self._wait: Callable[[], Vector | None] | None = wait
+        self._ready = ready
         self._value: Vector | None = None
         self._lock = threading.Lock()
         self.failed = False
+
+    def ready(self) -> bool:
+        """Whether :meth:`value` would answer without waiting (``False`` when that is not known)."""
+        return self._wait is None or (self._ready is not None and self._ready())
 
     def value(self) -> Vector | None:
         """The vector (waited for once, then kept), or ``None`` when it could not be made."""

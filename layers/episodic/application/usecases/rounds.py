@@ -60,7 +60,10 @@ def start_embedding(embedder: Embedder, text: str) -> PendingVector:
     the vector is first read. When the embedder is unavailable the vector is ``None`` and
     recall goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
     start = getattr(embedder, "start_query", None)
-    return PendingVector(lambda: query_vector(embedder, text)) if start is None else PendingVector(start(text))
+    if start is None:
+        return PendingVector(lambda: query_vector(embedder, text))
+    wait = start(text)
+    return PendingVector(wait, getattr(wait, "ready", None))
 
 
 def names_vector(embedder: Embedder, names: Sequence[str]) -> PendingVector:
@@ -82,7 +85,7 @@ def names_vector(embedder: Embedder, names: Sequence[str]) -> PendingVector:
         norm = math.sqrt(sum(x * x for x in total)) or 1.0
         return [x / norm for x in total]
 
-    return PendingVector(mean)
+    return PendingVector(mean, lambda: all(pending.ready() for pending in each))
 
 
 def floats(vector: Vector) -> list[float]:
@@ -152,17 +155,16 @@ class SearchRounds:
         # read before the vector is waited for, as the first round's are
         episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
         vector = resolved(pending)
-        lean = self._lean(vector, toward)
-        wanted = [v for v in (vector, lean) if v is not None]
-        meaning = iter(
-            cast(SearchesApart, index).by_meaning(self.scope, wanted, self.pool, self.deps.embedder.name)
-            if wanted
-            else []
-        )
-        first = merged(words, next(meaning) if vector is not None else RecallCandidates())
-        second = merged(second_words, next(meaning) if lean is not None else RecallCandidates()) if names else None
-        found = [c.event_id for round_ in (first, second) if round_ is not None for c in round_.items]
-        episodes.update(self.admitted([i for i in dict.fromkeys(found) if i not in episodes]))
+        meaning = cast(SearchesApart, index)
+        together = toward is None or toward.ready()  # else the question's meaning is searched while the names' embed
+        lean = self._lean(vector, toward) if together else None
+        by_meaning = self._by_meaning(meaning, [vector, lean])
+        first = merged(words, by_meaning[0])
+        if not together:
+            by_meaning[1] = self._by_meaning(meaning, [None, self._lean(vector, toward)])[1]
+        second = merged(second_words, by_meaning[1]) if names else None
+        added = [c.event_id for round_ in (first, second) if round_ is not None for c in round_.items]
+        episodes.update(self.admitted([i for i in dict.fromkeys(added) if i not in episodes]))
         result = Found(first, episodes, vector)
         if second is not None:
             result.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
@@ -188,6 +190,12 @@ class SearchRounds:
         best = self.deps.ranker.leading(by_words, episodes, False, WIDENING_SOURCES)
         actors = {episodes[c.event_id].actor_id for c in by_words}
         return widening_names(query, [e.summary for e in best], actors) if best else []
+
+    def _by_meaning(self, index: SearchesApart, vectors: list[Vector | None]) -> list[RecallCandidates]:
+        """What ``index`` finds by the meaning of each of ``vectors`` in one pass (nothing for ``None``)."""
+        wanted = [v for v in vectors if v is not None]
+        found = iter(index.by_meaning(self.scope, wanted, self.pool, self.deps.embedder.name) if wanted else [])
+        return [RecallCandidates() if v is None else next(found) for v in vectors]
 
     @staticmethod
     def _lean(vector: Vector | None, toward: PendingVector | None) -> list[float] | None:
