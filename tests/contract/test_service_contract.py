@@ -463,3 +463,14 @@ def test_given_writes_and_recalls_when_the_operator_overview_is_asked_then_both_
     assert overview.active_episodes == 1 == sum(b.count for b in overview.retention)
     with pytest.raises(ForbiddenError):
         service.overviews.overview(AGENT)
+
+
+def test_given_a_recall_when_served_then_it_is_audited_and_each_served_episode_is_counted_once(service):
+    from episodic.application.ports.governance import AuditQuery
+
+    kept = service.writes.remember(AGENT, proposal(summary="Customer wants invoices as PDF from now on"))
+    answer = service.reads.recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
+    assert [i.episode.event_id for i in answer.items] == [kept.event_id] and answer.degraded == []
+    assert service.deps.episodes.get("acme", kept.event_id).access_count == 1
+    served, _ = service.deps.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert [r.detail["eventIds"] for r in served] == [[kept.event_id]]

@@ -5,9 +5,11 @@ import threading
 import time
 from datetime import UTC, datetime
 
+import pytest
+
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.application.ports import Changes, NewEpisode
-from episodic.domain.errors import ConflictError
+from episodic.domain.errors import ConflictError, StorageError
 from episodic.domain.model import AuditRecord, Episode
 from tests.support.processes import kill_when
 
@@ -77,15 +79,27 @@ def test_given_a_read_audit_when_committed_then_only_it_skips_the_fsync(tmp_path
     store.episodes.apply(written("E1"))
     seen = statements(store)
 
-    store.episodes.apply(Changes(tenant_id="acme", audit=[audit("R1", "recall.served")], durable=False))
-    store.episodes.record_access("acme", ["E1"], NOW)
+    assert store.episodes.record_recall(audit("R1", "recall.served"), ["E1"], NOW)
     relaxed = list(seen)
     seen.clear()
     store.episodes.apply(written("E2"))
 
-    assert relaxed.count("PRAGMA synchronous=NORMAL") == 2 and relaxed.count("PRAGMA synchronous=FULL") == 2
+    assert relaxed.count("BEGIN IMMEDIATE") == 1  # the record and the count share one commit
+    assert relaxed.count("PRAGMA synchronous=NORMAL") == 1 and relaxed.count("PRAGMA synchronous=FULL") == 1
     assert relaxed[-1] == "PRAGMA synchronous=FULL"  # the next durable commit waits for the disk again
     assert not any("synchronous" in s for s in seen)
+    assert store.episodes.get("acme", "E1").access_count == 1
+    store.close()
+
+
+def test_given_a_recall_whose_audit_record_cannot_be_written_when_recorded_then_it_raises_and_counts_nothing(
+    tmp_path,
+):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    store.episodes.apply(written("E1"))
+    assert store.episodes.record_recall(audit("R1", "recall.served"), ["E1"], NOW)
+    with pytest.raises(StorageError):
+        store.episodes.record_recall(audit("R1", "recall.served"), ["E1"], NOW)  # the same record id again
     assert store.episodes.get("acme", "E1").access_count == 1
     store.close()
 

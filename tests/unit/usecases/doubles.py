@@ -65,6 +65,12 @@ class StoreSpyDouble:
             raise StorageError("injected: access counts could not be written")
         self.real.record_access(tenant_id, event_ids, at)
 
+    def record_recall(self, audit: Any, event_ids: Sequence[str], at: Any) -> bool:
+        if self.fail_record_access:  # the record is written, the count is not
+            self.real.apply(Changes(tenant_id=audit.tenant_id, audit=[audit], durable=False))
+            return False
+        return bool(self.real.record_recall(audit, event_ids, at))
+
     def find_idempotency(self, tenant_id: str, key: str) -> Any:
         if self.idempotency_misses:
             self.idempotency_misses -= 1  # as if a concurrent request had not committed yet

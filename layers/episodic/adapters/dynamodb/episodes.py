@@ -34,7 +34,7 @@ from episodic.adapters.dynamodb.writes import commit, plan
 from episodic.application.ports import Changes, IdempotencyRecord, Scope, StoredEpisode, TimelineQuery
 from episodic.domain.digests.citations import cite
 from episodic.domain.errors import ConflictError, StorageError
-from episodic.domain.model import Episode, EventType
+from episodic.domain.model import AuditRecord, Episode, EventType
 
 
 class Episodes:
@@ -82,6 +82,15 @@ class Episodes:
             except ClientError as exc:
                 if not condition_failed(exc):
                     raise StorageError("could not record access") from exc
+
+    def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
+        """The record's transaction, then the counts (DynamoDB has no savepoints to share one)."""
+        self.apply(Changes(tenant_id=audit.tenant_id, audit=[audit], durable=False))
+        try:
+            self.record_access(audit.tenant_id, event_ids, at)
+        except StorageError:
+            return False
+        return True
 
     @storage_errors("read")
     def get(self, tenant_id: str, event_id: str) -> Episode | None:

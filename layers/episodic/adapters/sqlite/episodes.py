@@ -30,7 +30,7 @@ from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import Changes, IdempotencyRecord, TimelineQuery
 from episodic.domain.digests.citations import cite
 from episodic.domain.errors import ConflictError, StorageError
-from episodic.domain.model import Episode, EventType, Status
+from episodic.domain.model import AuditRecord, Episode, EventType, Status
 
 
 class Episodes:
@@ -74,6 +74,25 @@ class Episodes:
         (error,) = self.db.group.run([count], durable=False)
         if error is not None:
             raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
+
+    def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
+        """Both in one group commit, each in its own savepoint: the count runs only after the record
+        was written, and its failure leaves the record."""
+        audited: list[bool] = []
+        record = Changes(tenant_id=audit.tenant_id, audit=[audit], durable=False)
+
+        def append(conn: Any) -> None:
+            write_changes(conn, record, [])
+            audited.append(True)
+
+        def count(conn: Any) -> None:
+            if audited:
+                count_access(conn, audit.tenant_id, event_ids, at)
+
+        errors = self.db.group.run([append, count] if event_ids else [append], durable=False)
+        if errors[0] is not None:
+            raise errors[0] if isinstance(errors[0], StorageError) else StorageError(f"could not audit: {errors[0]}")
+        return len(errors) == 1 or errors[1] is None
 
     def get(self, tenant_id: str, event_id: str) -> Episode | None:
         row = self.db.one(

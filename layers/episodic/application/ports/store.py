@@ -143,6 +143,13 @@ class EpisodeStore(Protocol):
 
     def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None: ...
 
+    def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
+        """A served recall: its audit record appended and the access of ``event_ids`` counted, in one
+        commit where the store can, neither waited on the disk for (a recall acknowledges no write).
+        The record is required: when it cannot be written this raises and nothing is counted. The
+        count is not: ``False`` when it could not be written (the record stays)."""
+        ...
+
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None: ...
 
     def event_ids_of_actor(self, tenant_id: str, actor_id: str) -> list[str]: ...

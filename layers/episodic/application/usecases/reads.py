@@ -15,7 +15,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from episodic.application.ports import (
-    Changes,
     PendingVector,
     Scope,
     TimelineQuery,
@@ -24,7 +23,7 @@ from episodic.application.usecases.deps import Deps, hash_text
 from episodic.application.usecases.replies import replies_to, session_turns, shifted
 from episodic.application.usecases.rounds import Found, SearchRounds, start_embedding
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
-from episodic.domain.errors import ForbiddenError, StorageError
+from episodic.domain.errors import ForbiddenError
 from episodic.domain.model import (
     AuditAction,
     AuditRecord,
@@ -214,15 +213,10 @@ class Reads:
                 "actorScoped": request.actor_id is not None,
             },
         )
-        self.deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[audit], durable=False))
-        if returned:
-            try:
-                self.deps.episodes.record_access(caller.tenant_id, returned, now)
-            except StorageError:
-                # Access counts feed relevance decay; they are not worth failing a recall that was
-                # served and audited. The next recall of these episodes counts again.
-                return ("access_stats_not_updated",)
-        return ()
+        # Access counts feed relevance decay; they are not worth failing a recall that was served
+        # and audited. The next recall of these episodes counts again.
+        counted = self.deps.episodes.record_recall(audit, returned, now)
+        return () if counted else ("access_stats_not_updated",)
 
     def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
