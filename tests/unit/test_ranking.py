@@ -1,9 +1,12 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from episodic.domain.model import Episode
 from episodic.domain.recall.ranking import Candidate, Ranker, RankingWeights
+from tests.support import fuzzing  # noqa: F401  (the shared hypothesis tiers)
 from tests.support.factories import proposal_dict
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -176,3 +179,76 @@ def test_given_a_pool_when_the_leading_items_are_asked_then_they_are_the_most_re
     assert leading == ["fact", "asked", "old"]  # the question turn yields to the statement; age does not count
     assert [e.event_id for e in ranker.leading(cands, eps, semantic=True, limit=1)] == ["fact"]
     assert ranker.leading(cands, {}, semantic=True, limit=3) == []
+
+
+# ------------------------------------------------ scoring stops early, and what is not read stays unread
+
+SUMMARIES = ["Moved the demo to Friday", "How was the trip to Porto?", "Yes, booked it", "Renewed the contract"]
+TRUSTS = ["tool_result", "user_provided", "untrusted_content", "operator_entered"]
+
+
+@st.composite
+def pools(draw):
+    """Episodes of every kind the score reads, candidates from two rounds with any signals (about
+    half found by words), replies to some question turns, and a limit."""
+    count = draw(st.integers(1, 30))
+    episodes, first, second = {}, [], []
+    for n in range(count):
+        event_id = f"e{n:02d}"
+        turn = draw(st.booleans())
+        episodes[event_id] = episode(
+            event_id,
+            draw(st.floats(0, 400)),
+            summary=draw(st.sampled_from(SUMMARIES)),
+            importance=draw(st.floats(0, 1)),
+            sourceTrust=draw(st.sampled_from(TRUSTS)),
+            confidence=draw(st.sampled_from(["high", "medium", "low"])),
+            **({"eventType": "conversation_turn", "sessionId": "s-1"} if turn else {}),
+        )
+        lexical = draw(st.sampled_from([0.0, draw(st.floats(0.1, 12))]))
+        first.append(Candidate(event_id, lexical, draw(st.floats(-0.2, 1))))
+        if draw(st.booleans()):
+            second.append(Candidate(event_id, draw(st.sampled_from([0.0, 3.0])), draw(st.floats(-0.2, 1))))
+    ids = list(episodes)
+    replies = {r: q for r, q in zip(ids[1:], ids, strict=False) if draw(st.integers(0, 4)) == 0}
+    widened = second if draw(st.booleans()) else None
+    return episodes, first, widened, replies, draw(st.integers(1, 12))
+
+
+def _served(items):
+    return [(i.episode.event_id, i.score) for i in items]
+
+
+@given(pools(), st.sampled_from([0.0, 0.25]))
+def test_given_any_pool_when_ranked_then_stopping_early_serves_what_scoring_every_candidate_serves(pool, floor):
+    episodes, first, widened, replies, limit = pool
+    ranker = Ranker(RankingWeights(min_semantic=floor))
+    everyone = ranker.rank(first, episodes, NOW, True, len(episodes) + 1, widened=widened, replies=replies)
+    assert _served(ranker.rank(first, episodes, NOW, True, limit, widened=widened, replies=replies)) == _served(
+        everyone[:limit]
+    )
+
+
+@given(pools(), st.sampled_from([0.0, 0.25]))
+def test_given_candidates_found_by_meaning_alone_when_only_those_worth_reading_are_read_then_the_same_are_served(
+    pool, floor
+):
+    episodes, first, widened, _, limit = pool
+    ranker = Ranker(RankingWeights(min_semantic=floor))
+    by_words = {c.event_id for c in (*first, *(widened or [])) if c.lexical > 0}
+    read = {i: e for i, e in episodes.items() if i in by_words}
+    worth = ranker.worth_reading(first, read, NOW, limit, True, widened)
+    assert set(worth) <= set(episodes) - set(read)
+    chosen = {**read, **{i: episodes[i] for i in worth}}
+    served = ranker.rank(first, chosen, NOW, True, limit, widened=widened)
+    assert _served(served) == _served(ranker.rank(first, episodes, NOW, True, limit, widened=widened))
+
+
+def test_given_a_pool_found_mostly_by_meaning_when_the_words_best_are_read_then_the_far_ones_are_not_worth_reading():
+    episodes = {f"e{n}": episode(f"e{n}", 1) for n in range(30)}
+    by_words = [Candidate(f"e{n}", 12.0 - n, 0.8) for n in range(12)]
+    by_meaning = [Candidate(f"e{n}", 0.0, 0.05) for n in range(12, 30)]  # far in meaning
+    read = {i: e for i, e in episodes.items() if int(i[1:]) < 12}
+    assert Ranker().worth_reading([*by_words, *by_meaning], read, NOW, 10, True) == []
+    close = [Candidate("e29", 0.0, 0.99)]  # as close in meaning as the best: worth reading
+    assert Ranker().worth_reading([*by_words, *by_meaning[:-1], *close], read, NOW, 10, True) == ["e29"]

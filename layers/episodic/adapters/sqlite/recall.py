@@ -136,8 +136,8 @@ class RecallReads:
     def by_meaning(
         self, scope: Scope, vectors: Sequence[Vector], pool_size: int, embedder: str | None = None
     ) -> list[RecallCandidates]:
-        """For each of ``vectors``, the best ``pool_size`` of the scope by cosine alone, all compared
-        in one pass over the scope's vectors (a recall's two rounds ask at the same moment)."""
+        """For each of ``vectors``, the best ``pool_size`` of the scope by cosine alone, in one request:
+        the scope is read and its vectors brought up to date once (a recall's two rounds ask together)."""
         embedder = embedder or self.embedder
         if embedder is None or not vectors:
             return [RecallCandidates() for _ in vectors]

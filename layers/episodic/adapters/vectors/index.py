@@ -178,7 +178,7 @@ class VectorSearch:
         k: int,
     ) -> list[tuple[np.ndarray, np.ndarray, str]]:
         """:meth:`search` for each of ``queries`` over the same scope: the vectors are brought up to
-        date and the scope placed once, and an exact search compares every query in one pass."""
+        date and the scope placed once (and gathered once, when it is a small part of them)."""
         vectors = self._tenant(tenant_id, embedder, len(queries[0]))
         with vectors.lock:
             self._sync(conn, tenant_id, embedder, vectors)
@@ -207,14 +207,12 @@ class VectorSearch:
         positions = vectors.positions(np.sort(scope_rowids))
         if len(positions) == 0:
             return [(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), "exact") for _ in queries]
-        block = np.stack(queries, axis=1)
-        if len(positions) * 8 > vectors.count:
-            similarities = (vectors.matrix @ block)[positions]  # one contiguous BLAS pass beats a large gather
-        else:
-            similarities = vectors.matrix[positions] @ block
+        # A product per query: BLAS multiplies a matrix by one vector faster than by a block of two.
+        whole = len(positions) * 8 > vectors.count  # one contiguous BLAS pass beats a large gather
+        rows = vectors.matrix if whole else vectors.matrix[positions]
         tops = []
-        for column in range(len(queries)):
-            sims = similarities[:, column]
+        for query in queries:
+            sims = (rows @ query)[positions] if whole else rows @ query
             top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
             top = top[np.argsort(-sims[top])]
             tops.append((vectors.rowids[positions[top]], sims[top], "exact"))

@@ -98,7 +98,7 @@ class SearchesApart(RecallIndex, Protocol):
         self, scope: Scope, vectors: Sequence[Vector], pool_size: int, embedder: str | None = None
     ) -> list[RecallCandidates]:
         """For each of ``vectors``, the best ``pool_size`` of ``scope`` by cosine alone (as
-        :meth:`RecallIndex.candidates` finds them with no query text), in one pass."""
+        :meth:`RecallIndex.candidates` finds them with no query text), in one request."""
         ...
 
 

@@ -12,9 +12,10 @@ asks the model again. On the conversation benchmark the names from the best item
 
 An index that searches words and meaning apart (:class:`~episodic.application.ports.SearchesApart`, the
 local store) is asked for each on its own, so the words overlap the model, and for both rounds' meaning
-in one pass once the vectors are there (one scan of the scope's vectors, one read of the episodes they
-add); one whose hybrid search is a single request (OpenSearch) is asked once per round. Both ways find
-the same candidates and the same names.
+in one request once the vectors are there (the scope placed once); one whose hybrid search is a single
+request (OpenSearch) is asked once per round. Both ways find the same candidates and the same names.
+Of what the search by meaning adds, only the episodes that could still be served are read
+(:meth:`~episodic.domain.recall.ranking.Ranker.worth_reading`): most score far below the words' best.
 """
 
 from __future__ import annotations
@@ -163,8 +164,7 @@ class SearchRounds:
         if not together:
             by_meaning[1] = self._by_meaning(meaning, [None, self._lean(vector, toward)])[1]
         second = merged(second_words, by_meaning[1]) if names else None
-        added = [c.event_id for round_ in (first, second) if round_ is not None for c in round_.items]
-        episodes.update(self.admitted([i for i in dict.fromkeys(added) if i not in episodes]))
+        episodes.update(self.admitted(self._worth_reading(first, second, episodes, vector is not None, request)))
         result = Found(first, episodes, vector)
         if second is not None:
             result.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
@@ -180,7 +180,7 @@ class SearchRounds:
         found = Found(first, episodes, vector)
         if names:
             second = self.search(f"{query} {' '.join(names)}", self._lean(vector, toward))
-            episodes.update(self.admitted([c.event_id for c in second.items if c.event_id not in episodes]))
+            episodes.update(self.admitted(self._worth_reading(first, second, episodes, vector is not None, request)))
             found.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
         return found
 
@@ -191,8 +191,21 @@ class SearchRounds:
         actors = {episodes[c.event_id].actor_id for c in by_words}
         return widening_names(query, [e.summary for e in best], actors) if best else []
 
+    def _worth_reading(
+        self,
+        first: RecallCandidates,
+        second: RecallCandidates | None,
+        episodes: dict[str, Episode],
+        semantic: bool,
+        request: RecallRequest,
+    ) -> list[str]:
+        """The candidates not read yet that could still be served (``Ranker.worth_reading``): what the
+        search by meaning adds is mostly far below the words' best, and is not read."""
+        widened = None if second is None else second.items
+        return self.deps.ranker.worth_reading(first.items, episodes, self.scope.now, request.limit, semantic, widened)
+
     def _by_meaning(self, index: SearchesApart, vectors: list[Vector | None]) -> list[RecallCandidates]:
-        """What ``index`` finds by the meaning of each of ``vectors`` in one pass (nothing for ``None``)."""
+        """What ``index`` finds by the meaning of each of ``vectors`` in one request (nothing for ``None``)."""
         wanted = [v for v in vectors if v is not None]
         found = iter(index.by_meaning(self.scope, wanted, self.pool, self.deps.embedder.name) if wanted else [])
         return [RecallCandidates() if v is None else next(found) for v in vectors]

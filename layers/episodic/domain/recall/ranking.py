@@ -17,6 +17,7 @@ other weights are renormalised.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +34,10 @@ TRUST_SCORES: Mapping[SourceTrust, float] = {
 }
 
 COMPONENTS = ("relevance", "recency", "importance", "trust", "confidence")
+_Entry = tuple[float, Episode, tuple[float, ...], float, float, float | None, str | None]
+"""A scored candidate: score, episode, components, lexical, semantic, widened relevance, question replied to."""
+_ROUNDING = 1e-6
+"""More than a score can gain from being rounded to six places (and from float error)."""
 """The weighted components of a score, in the order they are summed and reported."""
 
 CONFIDENCE_SCORES: Mapping[Confidence, float] = {
@@ -135,12 +140,85 @@ class Ranker:
             self._relevance([c for c in candidates if c.event_id in episodes], semantic),
             None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic),
         )
-        replies = {r: q for r, q in (replies or {}).items() if r in episodes and q in episodes}
+        weights, best = self._best(rounds, episodes, now, has_query, limit, replies)
+        # Only the items served are built and validated (a pool holds hundreds of candidates).
+        return [_served(*entry, weights) for entry in best]
+
+    def worth_reading(
+        self,
+        candidates: Iterable[Candidate],
+        episodes: Mapping[str, Episode],
+        now: datetime,
+        limit: int,
+        semantic: bool,
+        widened: Iterable[Candidate] | None = None,
+    ) -> list[str]:
+        """The ids of ``candidates`` (and ``widened``) not in ``episodes`` yet that could still be among
+        the ``limit`` best of a query once read: every one, unless reading them cannot change how
+        those read are scored (none is more relevant by words than the best read, and what is read
+        already compares meaning); then only those whose best possible score reaches the ``limit``-th
+        best score of those read. Most of a pool found by meaning alone is far below it."""
+        first, second = list(candidates), None if widened is None else list(widened)
+        unread = list(dict.fromkeys(c.event_id for c in (*first, *(second or ())) if c.event_id not in episodes))
+        if not unread or limit <= 0:
+            return unread
+        for round_ in (first, second or []):
+            if not round_:
+                continue
+            read = [c for c in round_ if c.event_id in episodes]
+            best_read = max((c.lexical for c in read), default=0.0)
+            if any(c.lexical > best_read for c in round_ if c.event_id not in episodes):
+                return unread  # the words' scores would be normalised anew
+            if semantic and not any(c.semantic for c in read):
+                return unread  # the round's meaning would start to count
+        # So each candidate's relevance is the same among all of them as among those read.
+        rounds = _Rounds(
+            self._relevance(first, semantic), None if second is None else self._relevance(second, semantic)
+        )
+        if semantic and not any(meaning for i, (_, _, meaning) in rounds.first.items() if i in episodes):
+            return unread  # no floor on meaning applies yet: reading more could start one
+        weights, best = self._best(rounds, episodes, now, True, limit, None)
+        if len(best) < limit:
+            return unread
+        floor, share = best[-1][0], weights["relevance"]
+        return [i for i in unread if share * rounds.of(i)[0] + (1.0 - share) + _ROUNDING >= floor]
+
+    def _best(
+        self,
+        rounds: _Rounds,
+        episodes: Mapping[str, Episode],
+        now: datetime,
+        has_query: bool,
+        limit: int,
+        replies: Mapping[str, str] | None,
+    ) -> tuple[dict[str, float], list[_Entry]]:
+        """The effective weights and the best ``limit`` entries (for :func:`_served`, best first) of the
+        candidates of ``rounds`` that are in ``episodes``.
+
+        Candidates are scored in the order of the most their relevance allows (a reply at its
+        question's share), and scoring stops once none left can reach the ``limit``-th best score:
+        every other component is at most 1, so a candidate can score at most its relevance's weight
+        times its relevance plus the other weights."""
         weights = self.weights.effective(has_query)
-        compared = any(meaning for _, _, meaning in rounds.first.values())  # else no floor on meaning
+        if limit <= 0:
+            return weights, []
+        replies = {r: q for r, q in (replies or {}).items() if r in episodes and q in episodes}
+        compared = any(meaning for i, (_, _, meaning) in rounds.first.items() if i in episodes)  # else no floor
         w_relevance, w_recency, w_importance, w_trust, w_confidence = (weights[k] for k in COMPONENTS)
-        scored = []
+        rest = w_recency + w_importance + w_trust + w_confidence
+        reach = {}
         for event_id in dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]):
+            if event_id not in episodes:
+                continue
+            most = rounds.of(event_id)[0] if has_query else 0.0
+            if has_query and (question := replies.get(event_id)) is not None:
+                most = max(most, self.weights.reply_share * rounds.of(question)[0])
+            reach[event_id] = w_relevance * most + rest
+        kept: list[float] = []  # the best ``limit`` scores so far, least first
+        scored: list[_Entry] = []
+        for event_id in sorted(reach, key=reach.__getitem__, reverse=True):
+            if len(kept) == limit and reach[event_id] + _ROUNDING < kept[0]:
+                break  # sorted: no candidate left can reach the limit-th best
             episode = episodes[event_id]
             relevance, lexical, own_meaning, meaning, again = rounds.of(event_id)
             relevance, asked = self._in_conversation(episode, relevance, replies.get(event_id), rounds)
@@ -157,9 +235,9 @@ class Ranker:
                 6,
             )  # fmt: skip
             scored.append((score, episode, parts, lexical, own_meaning, again, asked))
+            (heapq.heappush if len(kept) < limit else heapq.heappushpop)(kept, score)
         scored.sort(key=lambda s: (-s[0], -s[1].occurred_at.timestamp(), s[1].event_id))
-        # Only the items served are built and validated (a pool holds hundreds of candidates).
-        return [_served(*entry, weights) for entry in scored[:limit]]
+        return weights, scored[:limit]
 
     def _in_conversation(
         self, episode: Episode, relevance: float, question: str | None, rounds: _Rounds
