@@ -75,8 +75,10 @@ def test_given_unmet_targets_then_each_row_names_its_bound_and_the_distance() ->
     assert "100% of the recalls run a second round" in recall and "2x leaves 5.2 ms" in recall
     assert "the CPU: 18.0 ms" in _row(rows, "mixed load")
     assert not _row(rows, "recall over a long conversation tenant").startswith("met")
-    assert "reaches 0.64 of it" in _row(rows, "write path without embedding")
-    assert "in series: 0.89" in _row(rows, "`remember_batch`")
+    write = _row(rows, "write path without embedding")
+    assert "the policy (0.40 ms a proposal" in write and "the rest of the path" in write
+    batch = _row(rows, "`remember_batch`")
+    assert "in series: 0.84" in batch and "0.95 of that bound" in batch and "at ≤ 0.37 ms a proposal" in batch
     assert "not measured" in _row(rows, "earlier: 1M tenant, 1,000-episode scope")
     assert _row(rows, "earlier: `functions.api` cold import").startswith("met")
 
