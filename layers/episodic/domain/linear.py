@@ -216,15 +216,16 @@ def unicode_classes(pattern: str) -> str:
     return "".join(out)
 
 
-SCREEN_MEMORY = 256 << 20
-"""RE2's memory budget for a screen (:func:`any_of`): the alternation of every instruction pattern
-needs about 50 MiB of automaton states over varied text, and under a smaller budget RE2 keeps
-rebuilding them (a search then costs ten times more, still linear)."""
+LARGE_SCREEN_MEMORY = 256 << 20
+"""RE2's memory budget for a screen (:func:`any_of`) as large as the alternation of every instruction
+pattern: it needs about 50 MiB of automaton states over varied text, and under a smaller budget RE2
+keeps rebuilding them (a search then costs ten times more, still linear). Smaller screens keep
+:data:`MAX_MEMORY`, where they search as fast."""
 
 _NAMED_GROUP = compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
-def any_of(patterns: list[Pattern]) -> Pattern:
+def any_of(patterns: list[Pattern], max_memory: int = MAX_MEMORY) -> Pattern:
     """One pattern that finds a match in ``"\\n".join(readings)`` whenever any of ``patterns`` would
     find one in any of the readings: a screen that clears, in one search, the texts that none of
     them can match (most texts), so that only the rest pay for the patterns one by one.
@@ -240,7 +241,7 @@ def any_of(patterns: list[Pattern]) -> Pattern:
         flags = ("" if pattern.options.case_sensitive else "i") + ("s" if pattern.options.dot_nl else "")  # type: ignore[attr-defined]
         parts.append(f"(?{flags}:{_NAMED_GROUP.sub('(?:', pattern.pattern)})")
     options = re2.Options()
-    options.max_mem = SCREEN_MEMORY
+    options.max_mem = max_memory
     options.log_errors = False
     return re2.compile("(?m)(?:" + "|".join(parts) + ")", options)
 

@@ -121,7 +121,7 @@ _CHECKS = [
 _READINGS = list(dict.fromkeys((check.prepare, group) for check in _CHECKS for group in check.reads))
 """Each view group as some check prepares it (the "from now on" rule reads words and Latin skeletons
 as :func:`ascii_words`, which the English checks read too)."""
-_SCREEN = linear.any_of([check.pattern for check in _CHECKS] + [FROM_NOW_ON])
+_SCREEN = linear.any_of([check.pattern for check in _CHECKS] + [FROM_NOW_ON], linear.LARGE_SCREEN_MEMORY)
 """Every check's pattern and the "from now on" opening as one: a text it finds nothing in (every
 reading as each check reads it, one per line) shows no family, in one search."""
 
