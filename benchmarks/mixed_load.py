@@ -63,7 +63,7 @@ _SQLITE_CODE = "/adapters/sqlite/"  # the SQLite store and the modules it is com
 _WRITE_CALLS = {
     "_transaction",
     "apply",
-    "record_access",
+    "record_recall",
     "insert_idempotency",
     "insert_episode",
     "change_status",

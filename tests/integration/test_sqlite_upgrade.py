@@ -13,6 +13,7 @@ from episodic.adapters.sqlite.store import SCHEMA_VERSION, SqliteStore
 from episodic.application.ports import Changes, NewEpisode, Scope
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import prepare_data_dir
+from episodic.domain.model import AuditRecord
 from tests.support.schema_one import NOW, episode, schema_one
 
 
@@ -116,7 +117,8 @@ def test_given_a_schema_three_data_dir_when_opened_then_the_recall_counts_move_t
     assert counted.access_count == 5 and counted.last_accessed_at == seen
     assert store.episodes.get("acme", "E0002").access_count == 0
     later = seen + timedelta(hours=1)
-    store.episodes.record_access("acme", ["E0001", "E0002"], later)
+    served = AuditRecord(audit_id="R1", tenant_id="acme", at=later, action="recall.served", principal_id="p")
+    assert store.episodes.record_recall(served, ["E0001", "E0002"], later)
     assert store.episodes.get("acme", "E0001").access_count == 6
     again = store.episodes.get("acme", "E0002")
     assert again.access_count == 1 and again.last_accessed_at == later

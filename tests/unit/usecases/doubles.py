@@ -43,13 +43,13 @@ class CompactionSpyDouble:
 
 class StoreSpyDouble:
     """TEST DOUBLE around the real store: records every change set given to ``apply`` and can
-    be told to fail ``record_access`` or to miss the next idempotency lookups; everything else
+    be told to fail a recall's access count (``record_recall``) or to miss the next idempotency lookups; everything else
     is the real store's."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
         self.applied: list[Changes] = []
-        self.fail_record_access = False
+        self.fail_access_count = False
         self.idempotency_misses = 0
 
     def apply(self, changes: Changes) -> None:
@@ -60,13 +60,8 @@ class StoreSpyDouble:
         self.applied.extend(change_sets)
         return self.real.apply_many(change_sets)
 
-    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: Any) -> None:
-        if self.fail_record_access:
-            raise StorageError("injected: access counts could not be written")
-        self.real.record_access(tenant_id, event_ids, at)
-
     def record_recall(self, audit: Any, event_ids: Sequence[str], at: Any) -> bool:
-        if self.fail_record_access:  # the record is written, the count is not
+        if self.fail_access_count:  # the record is written, the count is not
             self.real.apply(Changes(tenant_id=audit.tenant_id, audit=[audit], durable=False))
             return False
         return bool(self.real.record_recall(audit, event_ids, at))

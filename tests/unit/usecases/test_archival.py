@@ -13,7 +13,7 @@ from episodic.application.settings import Settings
 from episodic.application.usecases.archival import Archival
 from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError
 from episodic.domain.forgetting.expiry import content_hash
-from episodic.domain.model import Status
+from episodic.domain.model import AuditRecord, Status
 from tests.support.factories import AGENT, OPERATOR, proposal
 from tests.unit.usecases.doubles import RenamedEmbedderDouble
 
@@ -112,7 +112,9 @@ def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_wit
 def test_given_a_low_value_episode_recalled_recently_when_forgotten_then_it_is_kept(writes, archival, store, clock):
     old = _idle_low_value(writes, clock)
     clock.advance(days=31)
-    store.episodes.record_access("acme", [old.event_id], clock.now() - timedelta(days=29))
+    recalled = clock.now() - timedelta(days=29)
+    served = AuditRecord(audit_id="R1", tenant_id="acme", at=recalled, action="recall.served", principal_id="agent")
+    assert store.episodes.record_recall(served, [old.event_id], recalled)
     assert archival.forget().archived == []
     clock.advance(days=2)
     assert archival.forget().archived == [old.event_id]

@@ -105,7 +105,7 @@ def test_given_no_query_when_recalling_then_nothing_is_embedded_and_the_newest_c
 def test_given_access_counts_cannot_be_written_when_recalling_then_it_answers_audited_and_says_so(writes, deps, store):
     written = writes.remember(AGENT, proposal())
     spy = StoreSpyDouble(store.episodes)
-    spy.fail_record_access = True
+    spy.fail_access_count = True
     deps.episodes = spy
     response = Reads(deps).recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
     assert [i.episode.event_id for i in response.items] == [written.event_id]

@@ -69,7 +69,7 @@ class Episodes:
         return outcomes
 
     @storage_errors("write")
-    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
+    def _count_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
         for event_id in event_ids:
             try:
                 self.db.client.update_item(
@@ -87,7 +87,7 @@ class Episodes:
         """The record's transaction, then the counts (DynamoDB has no savepoints to share one)."""
         self.apply(Changes(tenant_id=audit.tenant_id, audit=[audit], durable=False))
         try:
-            self.record_access(audit.tenant_id, event_ids, at)
+            self._count_access(audit.tenant_id, event_ids, at)
         except StorageError:
             return False
         return True

@@ -65,16 +65,6 @@ class Episodes:
                 raise error
         return [e if isinstance(e, ConflictError) else None for e in errors]
 
-    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None:
-        """Count a recall of these episodes and remember when it happened. Not waited on the
-        disk for (a recall acknowledges no write): see :mod:`.group_commit`."""
-        if not event_ids:
-            return
-        count = partial(count_access, tenant_id=tenant_id, event_ids=event_ids, at=at)
-        (error,) = self.db.group.run([count], durable=False)
-        if error is not None:
-            raise error if isinstance(error, StorageError) else StorageError(f"could not count access: {error}")
-
     def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
         """Both in one group commit, each in its own savepoint: the count runs only after the record
         was written, and its failure leaves the record."""

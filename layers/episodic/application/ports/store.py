@@ -141,8 +141,6 @@ class EpisodeStore(Protocol):
 
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]: ...
 
-    def record_access(self, tenant_id: str, event_ids: Sequence[str], at: datetime) -> None: ...
-
     def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
         """A served recall: its audit record appended and the access of ``event_ids`` counted, in one
         commit where the store can, neither waited on the disk for (a recall acknowledges no write).

@@ -104,19 +104,7 @@ _READ_AS_ENGLISH = frozenset({"bearer_token"})
 """Token kinds whose pattern reads :func:`english` of the text; the others read the text itself."""
 
 
-def _unnamed(source: str) -> str:
-    """``source`` with its named groups as plain groups, so several join into one pattern without
-    repeating a name (a group's name plays no part in whether the joined pattern matches)."""
-    return source.replace("(?P<token>", "(?:").replace("(?P<veto>", "(?:")
-
-
-_ANY_TOKEN = linear.compile(
-    "|".join(
-        f"(?{'s' if dot_all else ''}:{_unnamed(source)})"
-        for kind, source, dot_all in _TOKEN_SOURCES
-        if kind not in _READ_AS_ENGLISH
-    )
-)
+_ANY_TOKEN = linear.any_of([pattern for kind, pattern in _PATTERNS if kind not in _READ_AS_ENGLISH])
 """Every token pattern that reads the text itself, as one: where it finds nothing, none of them
 can, and one search replaces one pass a kind (most texts hold no token)."""
 
