@@ -16,6 +16,7 @@ from episodic.evals.conversations import (
     format_report,
     last_moment,
     local_services,
+    recall_gaps,
     write_conversation,
 )
 from episodic.evals.governance import check_thresholds
@@ -23,33 +24,61 @@ from episodic.evals.governance import check_thresholds
 SUITE = Path(__file__).parent
 
 
-def test_given_the_test_conversations_when_written_and_asked_then_no_metric_regresses(tmp_path, minilm):
-    metrics = conversation_metrics(local_services(tmp_path, minilm), SUITE / "conversations" / "test")
-    print(format_report(metrics["_conversation_report"]))
-    thresholds = {
+SETS = {"conversation": "conversations/test", **LABELLED_TEST_SETS}
+GAPS = ("spanish_recall_gap_to_english",)
+"""Thresholds that compare two sets (``episodic eval`` computes them the same way)."""
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory, minilm):
+    """Each set's metrics, measured once for the module (``episodic eval``'s figures)."""
+    metrics: dict[str, dict] = {}
+
+    def measure(prefix: str) -> dict:
+        if prefix not in metrics:
+            build = local_services(tmp_path_factory.mktemp(prefix), minilm)
+            metrics[prefix] = conversation_metrics(build, SUITE / SETS[prefix], prefix=prefix)
+        return metrics[prefix]
+
+    return measure
+
+
+def thresholds_of(prefix: str) -> dict:
+    return {
         name: bound
         for name, bound in json.loads((SUITE / "thresholds.json").read_text()).items()
-        if name.startswith("conversation_")
+        if name.startswith(f"{prefix}_") and name not in GAPS
     }
+
+
+def test_given_the_test_conversations_when_written_and_asked_then_no_metric_regresses(measured):
+    metrics = measured("conversation")
+    print(format_report(metrics["_conversation_report"]))
+    thresholds = thresholds_of("conversation")
     assert len(thresholds) >= 4
     assert check_thresholds(metrics, thresholds) == []
 
 
 @pytest.mark.parametrize("prefix", sorted(LABELLED_TEST_SETS))
-def test_given_a_labelled_test_set_when_written_and_asked_then_it_keeps_its_floors(prefix, tmp_path, minilm):
+def test_given_a_labelled_test_set_when_written_and_asked_then_it_keeps_its_floors(prefix, measured):
     """The Spanish and German test splits and the two domain sets: recall, gold turns denied and
     the precision of ``not_memorable``, each against its own recorded floor."""
-    metrics = conversation_metrics(local_services(tmp_path, minilm), SUITE / LABELLED_TEST_SETS[prefix], prefix=prefix)
+    metrics = measured(prefix)
     print(format_report(metrics[f"_{prefix}_report"]))
-    thresholds = {
-        name: bound
-        for name, bound in json.loads((SUITE / "thresholds.json").read_text()).items()
-        if name.startswith(f"{prefix}_")
-    }
+    thresholds = thresholds_of(prefix)
     assert {f"{prefix}_recall_at_10", f"{prefix}_gold_turns_denied", f"{prefix}_not_memorable_precision"} <= set(
         thresholds
     )
     assert check_thresholds(metrics, thresholds) == []
+
+
+def test_given_the_spanish_and_english_test_splits_then_spanish_recall_is_within_its_gap_of_english(measured):
+    """The same kind of chats in Spanish find nearly as much as in English, with the default model."""
+    gaps = recall_gaps(measured("conversation") | measured("spanish"))
+    recorded = json.loads((SUITE / "thresholds.json").read_text())
+    bounds = {name: bound for name, bound in recorded.items() if name in GAPS}
+    assert set(bounds) == set(GAPS)
+    assert check_thresholds(gaps, bounds) == []
 
 
 LABELLED_SETS = ("conversations", "conversations_es", "conversations_de", "domains")

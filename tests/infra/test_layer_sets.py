@@ -11,7 +11,7 @@ from infra.layer import AUTH, PRUNED, _name, prune, requirements, strip
 
 def test_given_the_project_when_the_core_set_is_listed_then_only_what_the_handlers_import_is_in_it():
     names = {_name(r) for r in requirements()}
-    assert {"pydantic", "aws-lambda-powertools", "numpy", "bm25s", "opensearch-py"} <= names
+    assert {"pydantic", "aws-lambda-powertools", "numpy", "bm25s", "pystemmer", "opensearch-py"} <= names
     assert not names & {"httpx", "pyjwt", "boto3", "botocore", "cryptography"}
     assert {_name(r) for r in AUTH} == {"pyjwt", "aws-lambda-powertools"}
 

@@ -473,6 +473,25 @@ def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alon
     assert found == [Candidate(event_id=C, lexical=pytest.approx(2.4519653), semantic=0.0)]
 
 
+def test_given_a_spanish_question_and_episode_then_the_bm25_search_and_the_document_carry_their_stems(
+    opensearch, index
+):
+    """The same words the local index searches (:mod:`episodic.domain.recall.languages`): the
+    question's stems without its filler, the text and a line of its stems."""
+    scope = Scope(tenant_id="acme", now=NOW, privacy_classes=(PrivacyClass.PUBLIC, PrivacyClass.INTERNAL))
+    opensearch.reply_cluster()
+    opensearch.reply(200, "msearch_bm25_only.json")
+    opensearch.reply(201, "index_doc_created.json")
+
+    index.candidates(scope, "¿Cuándo empezó a trabajar en la panadería?", None, 10)
+    spanish = "Los sábados trabajo en la panadería de mi tío"
+    index.upsert(episode(A, summary=spanish, outcome=None, tags=[]), None)
+
+    _, search, put = opensearch.requests
+    assert search.ndjson()[1]["query"]["bool"]["must"] == [{"match": {"text": {"query": "empez trabaj panad"}}}]
+    assert put.json()["text"] == f"customer-42 (November 2026): {spanish}\ncustom novemb sab trabaj panad tio"
+
+
 def test_given_a_query_vector_of_another_model_when_recalling_then_no_knn_search_is_sent(opensearch, index):
     opensearch.reply_cluster()
     opensearch.reply(200, "msearch_bm25_only.json")

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from episodic.adapters.sqlite.maintenance import INDEXED_TEXT_VERSION
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.domain.model import RecallRequest
 from tests.support.factories import AGENT, OPERATOR, proposal
@@ -145,7 +146,7 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
         [(text,)] = conn.execute("SELECT text FROM episodes_search").fetchall()
         [(marker,)] = conn.execute("SELECT value FROM meta WHERE key = 'search_text_version'").fetchall()
     assert text == ep.search_text() and text.startswith("dana (November 2026): ")
-    assert marker == str(Episode.SEARCH_TEXT_VERSION)
+    assert marker == INDEXED_TEXT_VERSION
     assert reopened.vectors.refresh_search_text() == 0  # once only
     reopened.close()
 

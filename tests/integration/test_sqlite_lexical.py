@@ -174,3 +174,21 @@ def test_given_a_time_window_then_the_search_still_starts_from_the_matches_and_c
     assert {c.event_id: c.lexical for c in windowed} == {c.event_id: c.lexical for c in unwindowed}  # all in the window
     assert with_window <= 1.5 * without + 10
     store.close()
+
+
+def test_given_spanish_texts_then_a_question_finds_them_by_the_stem_of_another_form_of_its_word(tmp_path):
+    """Porter's English rules leave "trabajo" and "trabajando" apart; the Spanish stems meet."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _texts(store, [
+        "Los sábados trabajo en la panadería de mi tío hasta las tres",
+        "Ayer fuimos al cine con los primos de Zamora y cenamos pizza",
+        "We worked on the panaderia website with the Zamora team",
+    ])  # fmt: skip
+    scope = Scope(tenant_id="acme", now=NOW)
+    with store.database.reading() as conn:
+        found = store.recall._candidates(conn, scope, "¿Cuándo estuvo trabajando en la panadería?", None, 10, None)
+        named = store.recall._candidates(conn, scope, "Zamora", None, 10, None)
+    by_id = {c.event_id: c.lexical for c in found.items}
+    assert by_id.get("T0000", 0.0) > 0 and max(by_id, key=by_id.__getitem__) == "T0000"
+    assert {c.event_id for c in named.items} == {"T0001", "T0002"}  # a word as written finds it in either language
+    store.close()

@@ -41,7 +41,7 @@ _ADAPTER = "domain application adapters.codec logs"
 _ENTRY = "domain application logs"
 
 MATRIX: dict[str, Rule] = {
-    "domain": rule("domain", "pydantic re2", io=False),
+    "domain": rule("domain", "pydantic re2 Stemmer", io=False),
     "application": rule("domain application", "pydantic ulid", io=False),
     "adapters": rule(""),
     "adapters.codec": rule("domain application", "numpy"),

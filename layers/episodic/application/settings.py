@@ -112,13 +112,15 @@ class Settings(BaseModel):
 
     def ranking_weights(self, embedder: object = None) -> RankingWeights:
         """The ranking these settings ask for; the semantic floor is ``embedder``'s own
-        (``evidence_floor``: cosines are on each model's own scale) unless one is set."""
+        (``evidence_floor``: cosines are on each model's own scale) unless one is set, and so are
+        the languages its cosines are trusted in (``languages``)."""
         floor = self.min_semantic if self.min_semantic is not None else getattr(embedder, "evidence_floor", 0.0)
         return RankingWeights(
             half_life_days=self.half_life_days,
             min_relevance=self.min_relevance,
             min_semantic=floor,
             unrelated_cosine=getattr(embedder, "similarity_floor", 0.0),
+            embedder_languages=getattr(embedder, "languages", None),
         )
 
     @classmethod

@@ -246,6 +246,16 @@ Spanish and German chats' test splits, support tickets with tool results, an inc
 handoffs."""
 
 
+def recall_gaps(metrics: dict[str, Any]) -> dict[str, float]:
+    """How far each other language's recall@10 is below English's, where both were measured
+    (``spanish_recall_gap_to_english``): the same kind of chats, the same questions asked."""
+    english = metrics.get("conversation_recall_at_10")
+    spanish = metrics.get("spanish_recall_at_10")
+    if english is None or spanish is None:
+        return {}
+    return {"spanish_recall_gap_to_english": english - spanish}
+
+
 def conversation_metrics(
     build: Callable[[datetime], MemoryService],
     folder: Path,

@@ -66,6 +66,9 @@ class MiniLMEmbedder:
     Calibrated on the conversation benchmark's dev split: 25 off-topic queries ("hello",
     "tell me a joke", "stock price of nvidia") against six conversations -- this floor drops
     64% of the items they returned and 0.3% of the gold items real questions returned."""
+    languages = frozenset({"english"})
+    """all-MiniLM-L6-v2 was trained on English pairs only: recall leans on words for questions
+    in other languages (``RankingWeights.unfamiliar_semantic_share``)."""
 
     def __init__(
         self,

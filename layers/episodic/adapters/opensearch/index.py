@@ -75,6 +75,7 @@ from episodic.adapters.opensearch.schema import check_cluster, ensure_index
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.domain.model import Episode
+from episodic.domain.recall.languages import indexed, searched
 from episodic.domain.recall.ranking import Candidate
 
 logger = logging.getLogger(__name__)
@@ -166,7 +167,7 @@ class OpenSearchRecallIndex:
             "privacyClass": episode.privacy_class.value,
             "tags": list(episode.tags),
             "occurredAt": _doc_time(episode.occurred_at),
-            "text": episode.search_text(),
+            "text": indexed(episode.search_text()),
         }
         if episode.project_id is not None:
             doc["projectId"] = episode.project_id
@@ -288,7 +289,7 @@ class OpenSearchRecallIndex:
                 )
             searches["semantic"] = semantic_search(filters, _as_list(query_vector), pool_size, self.embedder)
         if text:
-            searches["lexical"] = lexical_search(filters, text, pool_size)
+            searches["lexical"] = lexical_search(filters, searched(text), pool_size)
         if not searches:
             return RecallCandidates()
         self.verify_cluster()

@@ -20,6 +20,7 @@ import Stemmer
 
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, ScopeReader, Vector, resolved
 from episodic.domain.errors import InvalidRequestError
+from episodic.domain.recall.languages import indexed, searched
 from episodic.domain.recall.ranking import Candidate
 
 
@@ -65,13 +66,13 @@ class DynamoScopedIndex:
                     maxScope=self.max_scope,
                 )
             ids.append(stored.episode.event_id)
-            texts.append(stored.episode.search_text())
+            texts.append(indexed(stored.episode.search_text()))
             same_model = stored.vector is not None and stored.embedder == embedder
             vectors.append(stored.vector if same_model else None)  # never compare two models' vectors
         if not ids:
             return RecallCandidates()
 
-        lexical = self._lexical(texts, query_text)
+        lexical = self._lexical(texts, searched(query_text) if query_text else None)
         semantic = np.zeros(len(ids), dtype=np.float32)
         compared = np.zeros(len(ids), dtype=bool)
         query_vector = resolved(pending)  # after the words: the model may have run meanwhile

@@ -20,6 +20,11 @@ from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import Vector
 from episodic.domain.digests.rules import DIGEST_PRIVACY_ORDER
 from episodic.domain.model import Episode, EventType, Status
+from episodic.domain.recall import languages
+
+INDEXED_TEXT_VERSION = f"{Episode.SEARCH_TEXT_VERSION}.{languages.INDEXED_VERSION}"
+"""The shape of what ``episodes_search`` holds for an episode: its search text's, then the
+stems' (:func:`~episodic.domain.recall.languages.indexed`); a store that holds another re-indexes."""
 
 
 class Maintenance:
@@ -84,17 +89,17 @@ class Maintenance:
 
     def refresh_search_text(self, batch: int = 1000) -> int:
         """Re-index the lexical text of every episode written under an earlier shape of
-        :meth:`Episode.search_text` (a one-time step when an upgraded service opens an older
-        data dir; no model needed). Returns how many were re-indexed. Their vectors keep the
-        text they were made from: they stay comparable, without the who/when lead."""
-        wanted = str(Episode.SEARCH_TEXT_VERSION)
+        :meth:`Episode.search_text` or of its stems (:data:`INDEXED_TEXT_VERSION`: a one-time step
+        when an upgraded service opens an older data dir; no model needed). Returns how many were
+        re-indexed. Their vectors keep the text they were made from: they stay comparable."""
+        wanted = INDEXED_TEXT_VERSION
         if self.db.query("SELECT 1 FROM meta WHERE key = 'search_text_version' AND value = ?", (wanted,)):
             return 0
         done, last = 0, 0
         while rows := self.db.query(
             "SELECT rowid, doc FROM episodes WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
         ):
-            texts = [(Episode.model_validate_json(doc).search_text(), rowid) for rowid, doc in rows]
+            texts = [(languages.indexed(Episode.model_validate_json(doc).search_text()), rowid) for rowid, doc in rows]
             with self.db.transaction() as conn:
                 conn.executemany("UPDATE episodes_search SET text = ? WHERE rowid = ?", texts)
             done, last = done + len(rows), rows[-1][0]

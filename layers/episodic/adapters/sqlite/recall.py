@@ -28,6 +28,7 @@ from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.scope_cache import ScopeCache
 from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
+from episodic.domain.recall.languages import searched
 from episodic.domain.recall.query import lexical_terms
 from episodic.domain.recall.ranking import Candidate
 
@@ -105,7 +106,7 @@ class RecallReads:
     ) -> dict[str, float]:
         """``{event_id: BM25}`` for the informative words of ``text`` (:mod:`.fts_terms`)."""
         texts = row_bound(conn)  # read once for both questions below
-        words = self.terms.informative(conn, lexical_terms(text)[:QUERY_WORDS], texts)
+        words = self.terms.informative(conn, lexical_terms(searched(text))[:QUERY_WORDS], texts)
         own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id, texts)
         return _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
 

@@ -21,6 +21,7 @@ from episodic.adapters.sqlite.governance import close_review, insert_review
 from episodic.application.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
 from episodic.domain.errors import ConflictError
 from episodic.domain.model import Episode
+from episodic.domain.recall.languages import indexed
 
 ROWID_FLOOR = "episodes_rowid_floor"
 """``meta`` key: the highest rowid ever deleted from ``episodes``.
@@ -73,7 +74,7 @@ def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | 
     )
     conn.execute(
         "INSERT INTO episodes_search (rowid, tenant, text) VALUES (?, ?, ?)",
-        (rowid, tenant_token(episode.tenant_id), episode.search_text()),
+        (rowid, tenant_token(episode.tenant_id), indexed(episode.search_text())),
     )
 
 

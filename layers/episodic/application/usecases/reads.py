@@ -44,7 +44,7 @@ from episodic.domain.model import (
 from episodic.domain.recall.calendar import CALENDAR_SLACK
 from episodic.domain.recall.evidence import render_context
 from episodic.domain.recall.query import has_content, interpret
-from episodic.domain.recall.ranking import Candidate
+from episodic.domain.recall.ranking import Candidate, Ranker
 
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
@@ -130,34 +130,35 @@ class Reads:
         it adds names (:mod:`.rounds`); what recall tells the caller it understood; and what
         could not be done."""
         deps = self.deps
-        rounds = SearchRounds(deps, caller, scope, max(deps.settings.recall_pool_size, request.limit))
+        ranker = deps.ranker.for_question(query)
+        rounds = SearchRounds(deps, caller, scope, max(deps.settings.recall_pool_size, request.limit), ranker)
         if query is None or pending is None:
             first = rounds.search(None, None)
             found = Found(first, rounds.admitted([c.event_id for c in first.items]), None)
         else:
             found = rounds.run(query, pending, request)
         semantic = found.vector is not None
-        replies = self._replies(scope, found.first.items, found.episodes, semantic) if query else {}
+        replies = self._replies(ranker, scope, found.first.items, found.episodes, semantic) if query else {}
         degraded: tuple[str, ...] = found.first.degraded
         if found.widened is not None:
             names, widened = found.widened
             explained = explained.model_copy(update={"widened_with": names})
             degraded = (*widened.degraded, *degraded)
-        ranked = deps.ranker.rank(
+        ranked = ranker.rank(
             found.first.items, found.episodes, scope.now, has_query=query is not None, limit=request.limit,
             semantic=semantic, widened=None if found.widened is None else found.widened[1].items, replies=replies,
         )  # fmt: skip
         return ranked, explained, degraded
 
     def _replies(
-        self, scope: Scope, found: Sequence[Candidate], episodes: dict[str, Episode], semantic: bool
+        self, ranker: Ranker, scope: Scope, found: Sequence[Candidate], episodes: dict[str, Episode], semantic: bool
     ) -> dict[str, str]:
         """``{reply id: question id}`` for the most relevant question turns whose next turn is
         another speaker's (:mod:`episodic.application.usecases.replies`); ``episodes`` gains the replies.
 
         Measured on the conversation benchmark's dev split (see the README), for one timeline
         read per question followed."""
-        questions = self.deps.ranker.questions(found, episodes, semantic, QUESTIONS_FOLLOWED)
+        questions = ranker.questions(found, episodes, semantic, QUESTIONS_FOLLOWED)
         if not questions:
             return {}
         answers = replies_to(self.deps.episodes, scope, questions)

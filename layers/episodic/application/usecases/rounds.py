@@ -38,7 +38,7 @@ from episodic.application.usecases.deps import Deps
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Caller, Episode, RecallRequest
 from episodic.domain.recall.query import WIDENING_SOURCES, widening_names
-from episodic.domain.recall.ranking import Candidate
+from episodic.domain.recall.ranking import Candidate, Ranker
 
 NAMES_WEIGHT = 0.5
 """How far a second round's vector leans toward the names it adds: the query's vector plus this
@@ -128,8 +128,10 @@ class Found:
 class SearchRounds:
     """Runs a recall's rounds against the index (see the module docstring)."""
 
-    def __init__(self, deps: Deps, caller: Caller, scope: Scope, pool: int) -> None:
-        self.deps, self.caller, self.scope, self.pool = deps, caller, scope, pool
+    def __init__(self, deps: Deps, caller: Caller, scope: Scope, pool: int, ranker: Ranker) -> None:
+        """``ranker``: the one that ranks the recall (:meth:`~episodic.domain.recall.ranking.Ranker.for_question`),
+        so that what is left unread is what it would not serve."""
+        self.deps, self.caller, self.scope, self.pool, self.ranker = deps, caller, scope, pool, ranker
 
     def admitted(self, event_ids: Sequence[str]) -> dict[str, Episode]:
         """The episodes behind index hits, re-checked against the scope: the index is a
@@ -187,7 +189,7 @@ class SearchRounds:
     def _names(self, query: str, first: Sequence[Candidate], episodes: dict[str, Episode]) -> list[str]:
         """The names the first round's best items by words mention that the query does not."""
         by_words = [c._replace(semantic=0.0) for c in first if c.lexical > 0 and c.event_id in episodes]
-        best = self.deps.ranker.leading(by_words, episodes, False, WIDENING_SOURCES)
+        best = self.ranker.leading(by_words, episodes, False, WIDENING_SOURCES)
         actors = {episodes[c.event_id].actor_id for c in by_words}
         return widening_names(query, [e.summary for e in best], actors) if best else []
 
@@ -202,7 +204,7 @@ class SearchRounds:
         """The candidates not read yet that could still be served (``Ranker.worth_reading``): what the
         search by meaning adds is mostly far below the words' best, and is not read."""
         widened = None if second is None else second.items
-        return self.deps.ranker.worth_reading(first.items, episodes, self.scope.now, request.limit, semantic, widened)
+        return self.ranker.worth_reading(first.items, episodes, self.scope.now, request.limit, semantic, widened)
 
     def _by_meaning(self, index: SearchesApart, vectors: list[Vector | None]) -> list[RecallCandidates]:
         """What ``index`` finds by the meaning of each of ``vectors`` in one request (nothing for ``None``)."""

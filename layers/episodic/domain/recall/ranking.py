@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NamedTuple
 
 from episodic.domain.model import Confidence, Episode, EventType, RecallItem, ScoreComponents, SourceTrust
+from episodic.domain.recall.languages import language_name
 
 TRUST_SCORES: Mapping[SourceTrust, float] = {
     SourceTrust.OPERATOR_ENTERED: 1.0,
@@ -60,6 +61,13 @@ class RankingWeights:
     confidence: float = 0.02
     semantic_share: float = 0.85
     """Share of relevance that comes from the embeddings; the rest comes from BM25."""
+    unfamiliar_semantic_share: float = 0.6
+    """The share instead, for a question in a language the embedder was not trained on (see
+    ``embedder_languages``): its cosines then say less, and the words -- stemmed in that
+    language (:mod:`~episodic.domain.recall.languages`) -- more."""
+    embedder_languages: frozenset[str] | None = None
+    """The languages the embedder was trained on (its ``languages``; names as
+    :func:`~episodic.domain.recall.languages.language_name` gives them); None: every language."""
     half_life_days: float = 30.0
     min_relevance: float = 0.2
     """With a query, candidates less relevant than this are not evidence and are dropped."""
@@ -105,6 +113,15 @@ class Candidate(NamedTuple):
 @dataclass
 class Ranker:
     weights: RankingWeights = field(default_factory=RankingWeights)
+
+    def for_question(self, query: str | None) -> Ranker:
+        """The ranker for ``query``: this one, or for a question in a language the embedder was
+        not trained on, one that weighs its words more (``unfamiliar_semantic_share``). One recall
+        uses one ranker throughout, so what it prunes and what it ranks agree."""
+        languages = self.weights.embedder_languages
+        if query is None or languages is None or language_name(query) in languages:
+            return self
+        return Ranker(replace(self.weights, semantic_share=self.weights.unfamiliar_semantic_share))
 
     def recency(self, occurred_at: datetime, now: datetime) -> float:
         age_days = max((now - occurred_at).total_seconds(), 0.0) / 86400.0

@@ -132,7 +132,7 @@ def _measure(suite: Path) -> dict[str, Any]:
             service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock, notifier=quiet_notifier())
             metrics = run_suite(service, clock, suite)
             service.close()
-        from episodic.evals.conversations import LABELLED_TEST_SETS, conversation_metrics, local_services
+        from episodic.evals.conversations import LABELLED_TEST_SETS, conversation_metrics, local_services, recall_gaps
 
         sets = {"conversation": "conversations/test", **LABELLED_TEST_SETS}
         for prefix, where in sets.items():
@@ -143,6 +143,7 @@ def _measure(suite: Path) -> dict[str, Any]:
             with progress(f"labelled set {where} (never tuned on)", total=total) as step:
                 build = local_services(Path(tmp), service.deps.embedder)
                 metrics |= conversation_metrics(build, folder, lambda _done: step.advance(), prefix)
+        metrics |= recall_gaps(metrics)
     return metrics
 
 

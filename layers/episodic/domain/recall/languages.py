@@ -1,0 +1,147 @@
+"""The words a text is searched by, in the languages recall knows beyond English.
+
+The full-text index stems with Porter's English rules, which leave a Spanish or German word's
+endings alone: "trabajo", "trabajando" and "trabajé" are three unrelated words to it, and a
+question's "qué", "cuándo" or "wann" weigh as much as a name. So a text whose function words say
+it is Spanish or German is indexed with one more line: the Snowball stems of its words that differ
+from the words themselves (:func:`indexed`). The text itself stays in the index, so a name or a
+word asked without a sentence around it ("Zamora") finds it as before. A question in one of these
+languages is searched by the stems of the words that name something (:func:`searched`), which
+meet the stems of its language's texts and, where a word has no other form, the word itself.
+
+English texts and questions -- everything no other language claims -- are searched exactly as
+before: only a language's own function words, outnumbering English ones, make a text that
+language.
+
+Why function words: they are most of any sentence, short texts included, and each language's are
+its own; a handful of them tells Spanish from English more reliably than letters do (names and
+loanwords carry accents into English text). Words both languages write alike ("no", "me", "a",
+"son", "die", "was") count for neither.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import Stemmer
+
+from episodic.domain import linear
+
+
+@dataclass(frozen=True)
+class Language:
+    """A language recall stems: its name (Snowball's, which names its stemmer), the function words
+    that identify a text as written in it, and the words a question in it asks with but that name
+    nothing."""
+
+    name: str
+    marks: frozenset[str]
+    filler: frozenset[str]
+    letters: str = ""
+    """Characters only this language writes: each counts as one of its function words."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_ENGLISH = _words(
+    """
+    the and of to is was it i you he she we they that this with for on my your at be have has had
+    did do does what when where who how not but are were will would been there their our his her
+    its an or if from about which just can could should
+    """
+)
+
+ENGLISH = "english"
+"""The name of the language of every text no other language claims."""
+
+SPANISH = Language(
+    name="spanish",
+    marks=_words(
+        """
+        el la los las un una unos unas de del al y que qué en con por para se su sus está están
+        estaba estaban fue fueron muy pero como cómo más ya yo mi mis tu tus te le les lo nos este
+        esta esto eso esa ese estos esas esos hay porque también cuando cuándo donde dónde quién
+        quiénes cuál cuáles cuánto cuánta cuántos cuántas tiene tengo tenía todo toda todos nada algo
+        pues bueno vale sí él ella ellos ellas nosotros ni hasta desde sobre entre sin pero aunque
+        """
+    ),
+    filler=_words(
+        """
+        a al algo alguien algún alguna alguno algunas algunos ante antes así aun aún cada como cómo
+        con contra cual cuál cuales cuáles cuando cuándo cuanto cuánto cuanta cuánta cuantos cuántos
+        cuantas cuántas de del desde donde dónde durante el él ella ellas ellos en entre era eran es
+        esa ese eso esas esos esta está estaba estaban están estar este esto estas estos fue fueron
+        ha había habían han hasta hay la las le les lo los más me mi mis mucho muy nada ni no nos
+        nosotros o os otra otro para pero poco por porque qué que quien quién quienes quiénes se sea
+        según ser si sí sido siempre sin sobre su sus también tan te tenía tiene tienen todo todos tu
+        tú tus un una uno unos unas usted y ya yo dijo contó cuenta cuéntame hizo hace pasó pasa
+        """
+    ),
+    letters="¿¡ñ",
+)
+
+LANGUAGES = (SPANISH,)
+"""The languages recall stems, tried in this order; a tie with English is English."""
+
+INDEXED_VERSION = 1
+"""Changed whenever :func:`indexed` would index a text otherwise, so a store re-indexes its texts."""
+
+_ENOUGH = 2
+"""A text is a language's only when at least this many of its words (or letters) are that
+language's own: one "de" or "la" in an English text is a name ("Plaza de la Villa")."""
+
+
+def language_name(text: str) -> str:
+    """The name of the language ``text`` is written in: one of :data:`LANGUAGES`, else :data:`ENGLISH`."""
+    language = language_of(text)
+    return ENGLISH if language is None else language.name
+
+
+def language_of(text: str) -> Language | None:
+    """The language ``text`` is written in, when it is one of :data:`LANGUAGES`; None for English
+    and for a text too short or too mixed to tell."""
+    words = linear.words(text.lower())
+    english = sum(w in _ENGLISH for w in words)
+    best, best_count = None, max(english, _ENOUGH - 1)
+    for language in LANGUAGES:
+        count = sum(w in language.marks for w in words) + sum(text.count(c) for c in language.letters)
+        if count > best_count:
+            best, best_count = language, count
+    return best
+
+
+_STEMMERS = threading.local()
+
+
+def _stems(language: Language, words: list[str]) -> list[str]:
+    """Each word's Snowball stem (one stemmer per thread and language: a stemmer keeps state)."""
+    stemmers = _STEMMERS.__dict__
+    stemmer = stemmers.get(language.name)
+    if stemmer is None:
+        stemmer = stemmers[language.name] = Stemmer.Stemmer(language.name)
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
+
+
+def indexed(text: str) -> str:
+    """What the full-text index holds for ``text``: the text, and for a text in one of
+    :data:`LANGUAGES` a last line of the stems that differ from their words, once each."""
+    language = language_of(text)
+    if language is None:
+        return text
+    words = list(dict.fromkeys(linear.words(text.lower())))
+    other = dict.fromkeys(stem for word, stem in zip(words, _stems(language, words), strict=True) if stem != word)
+    return f"{text}\n{' '.join(other)}" if other else text
+
+
+def searched(query: str) -> str:
+    """What the full-text search looks for when asked ``query``: the query itself, or for a query
+    in one of :data:`LANGUAGES` the stems of its words that name something, in order."""
+    language = language_of(query)
+    if language is None:
+        return query
+    words = [w for w in dict.fromkeys(linear.words(query.lower())) if w not in language.filler]
+    return " ".join(_stems(language, words))
