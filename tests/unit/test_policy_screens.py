@@ -6,7 +6,9 @@ patterns one by one only where it finds something. That is exact only if the scr
 something wherever any pattern would: checked here on every text of the labelled sets, and on
 texts spliced from them with noise (other scripts, digits, line breaks, upper case), against
 the checks run without the screen. The sentence judge's word splitter is checked against the
-pattern it replaces the same way.
+pattern it replaces the same way, and so are the cheaper checks in front of single patterns: the
+encodings searched only where their first character is, the ordinary kinds of rules only where
+an ASCII text names one, and the separators read by visiting them alone.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from episodic.domain import linear
-from episodic.domain.policy import instructions, memorability, secrets, sensitivity
+from episodic.domain.policy import instruction_patterns_en, instructions, memorability, secrets, sensitivity
+from episodic.domain.policy import text as views_of
 from episodic.domain.policy.text import views
 from tests.support.fuzzing import FUZZ_SELECTED
 
@@ -84,7 +87,46 @@ def _english_disclosures_unscreened(text: str) -> set[str]:
     }
 
 
+def _decoded_unscreened(plain: str) -> list[str]:
+    found = [d for run in views_of._BASE64_RUN.findall(plain) if (d := views_of._readable_base64(run))]
+    if views_of._PERCENT.search(plain):
+        found.append(views_of.unquote(plain))
+    if views_of._ENTITY.search(plain):
+        found.append(views_of.html.unescape(plain))
+    if views_of._BACKSLASH.search(plain):
+        found.append(views_of.well_formed(views_of._BACKSLASH.sub(lambda m: views_of._unescape(m.group(0)), plain)))
+    return found
+
+
+def _separated_by_each_character(plain: str) -> str:
+    out, run_start = [], -1
+    for index, char in enumerate(plain):
+        if char in "_-./:":
+            run_start = index if run_start < 0 else run_start
+            continue
+        if run_start >= 0:
+            between = run_start > 0 and views_of._word(plain[run_start - 1]) and views_of._word(char)
+            out.append(" " if between else plain[run_start:index])
+            run_start = -1
+        out.append(char)
+    if run_start >= 0:
+        out.append(plain[run_start:])
+    return "".join(out)
+
+
+def _rules_joined_unscreened(plain: str) -> str:
+    return linear.replace_group(instruction_patterns_en._ORDINARY_RULE, plain, lambda _: "_", "gap")
+
+
+def _single_patterns_agree(plain: str) -> None:
+    assert views_of.decoded_payloads(plain) == _decoded_unscreened(plain)
+    assert views_of.separated(plain) == _separated_by_each_character(plain)
+    for reading in (plain, linear.ascii_words(plain)):
+        assert instruction_patterns_en.ordinary_rules_joined(reading) == _rules_joined_unscreened(reading)
+
+
 def _agree(text: str) -> None:
+    _single_patterns_agree(text)
     assert instructions.kinds.__wrapped__(text) == _instruction_kinds_unscreened(text)
     assert secrets.redact(text) == secrets._redacted(text)
     english = _english_disclosures_unscreened(text)
@@ -131,3 +173,17 @@ def test_given_patterns_with_their_own_flags_and_names_when_joined_then_each_kee
 @given(st.text(st.sampled_from(["a", "B", "é", "\u00d7", "\u00f7", "'", "1", "٣", "²", " ", "-", "ß", "Ω", "\n"])))
 def test_given_any_text_when_split_into_words_then_the_splitter_finds_what_the_pattern_finds(text):
     assert memorability._words_of(text) == memorability._WORD.findall(text)
+
+
+PIECES = [
+    *"aZ7+/=_-.:%&#;\\ux4F \n\u017f\u212a\u00e9",
+    *("delivery", "\u017fafety", "par\u212aing", " instructions", "&amp;", "%4", "\\u00"),
+]
+"""What the cheap checks look for, and what folds into it outside ASCII (long s, Kelvin sign)."""
+
+
+@example("aGVsbG8gd29ybGQh")  # base64 of "hello world!": a run of exactly the shortest length
+@example("par\u212aing rules")  # the Kelvin sign folds to k
+@given(st.lists(st.sampled_from(PIECES)).map("".join))
+def test_given_any_text_when_checked_cheaply_first_then_each_single_pattern_finds_what_it_finds_alone(plain):
+    _single_patterns_agree(plain)

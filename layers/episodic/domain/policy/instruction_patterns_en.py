@@ -38,7 +38,15 @@ _ORDINARY_RULE = linear.compile(rf"(?i)\b(?:{'|'.join(_ORDINARY_RULES)})(?P<gap>
 def ordinary_rules_joined(text: str) -> str:
     """``text`` with an ordinary kind of rules joined to its word ("delivery_instructions"), one
     character for one: instructions of ordinary life ("forget the previous delivery instructions")
-    are not the agent's, and the override pattern no longer sees a rules word there."""
+    are not the agent's, and the override pattern no longer sees a rules word there.
+
+    An ASCII text naming none of the ordinary kinds (most texts) is returned without a search: the
+    pattern's case folding could only reach them through letters outside ASCII (the Kelvin sign
+    for "k")."""
+    if text.isascii():
+        lowered = text.lower()
+        if not any(kind in lowered for kind in _ORDINARY_RULES):
+            return text
     return linear.replace_group(_ORDINARY_RULE, text, lambda _: "_", "gap")
 
 

@@ -84,7 +84,8 @@ _LEET_L = str.maketrans(
 )
 """The other common reading of leetspeak: ``1`` and ``|`` for ``l`` (``ru1es``)."""
 
-_BASE64_RUN = linear.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_BASE64_MIN = 16
+_BASE64_RUN = linear.compile(rf"[A-Za-z0-9+/_-]{{{_BASE64_MIN},}}={{0,2}}")
 _PERCENT = linear.compile(r"%[0-9A-Fa-f]{2}")
 _ENTITY = linear.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,10});")
 _BACKSLASH = linear.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8})")
@@ -145,26 +146,39 @@ def squashed(text: str) -> str:
     return "".join(filter(str.isalpha, text.lower()))
 
 
-_SEPARATORS = frozenset("_-./:")
+_SEPARATORS = "_-./:"
 
 
 def separated(text: str) -> str:
-    """``text`` with every run of ``_-./:`` between two word characters read as a space."""
+    """``text`` with every run of ``_-./:`` between two word characters read as a space.
+
+    Only the separators are visited (found with ``str.find``), not every character: most texts
+    hold a few."""
+    at = sorted(i for mark in _SEPARATORS for i in _positions(text, mark))
+    if not at:
+        return text
     out: list[str] = []
-    run_start = -1
-    for index, char in enumerate(text):
-        if char in _SEPARATORS:
-            if run_start < 0:
-                run_start = index
-            continue
-        if run_start >= 0:
-            between = run_start > 0 and _word(text[run_start - 1]) and _word(char)
-            out.append(" " if between else text[run_start:index])
-            run_start = -1
-        out.append(char)
-    if run_start >= 0:
-        out.append(text[run_start:])
+    done, k = 0, 0
+    while k < len(at):
+        start = end = at[k]
+        while k + 1 < len(at) and at[k + 1] == end + 1:
+            k, end = k + 1, end + 1
+        k += 1
+        end += 1  # the run is text[start:end]
+        if start > 0 and end < len(text) and _word(text[start - 1]) and _word(text[end]):
+            out.append(text[done:start])
+            out.append(" ")
+            done = end
+    out.append(text[done:])
     return "".join(out)
+
+
+def _positions(text: str, mark: str) -> list[int]:
+    found, i = [], text.find(mark)
+    while i >= 0:
+        found.append(i)
+        i = text.find(mark, i + 1)
+    return found
 
 
 def _word(char: str) -> bool:
@@ -175,15 +189,18 @@ def decoded_payloads(text: str) -> list[str]:
     """Texts hidden in ``text`` by an encoding: base64 runs that decode to readable text, and
     the whole text with percent-, HTML- and backslash-escapes undone (when it has any)."""
     found: list[str] = []
-    for run in _BASE64_RUN.findall(text):
-        decoded = _readable_base64(run)
-        if decoded:
-            found.append(decoded)
-    if _PERCENT.search(text):
+    # Each pattern is searched only where the text holds what it must begin with: a base64 run
+    # is 16 characters without whitespace, so some whitespace-free stretch is as long.
+    if any(len(stretch) >= _BASE64_MIN for stretch in text.split()):
+        for run in _BASE64_RUN.findall(text):
+            decoded = _readable_base64(run)
+            if decoded:
+                found.append(decoded)
+    if "%" in text and _PERCENT.search(text):
         found.append(unquote(text))
-    if _ENTITY.search(text):
+    if "&" in text and _ENTITY.search(text):
         found.append(html.unescape(text))
-    if _BACKSLASH.search(text):
+    if "\\" in text and _BACKSLASH.search(text):
         found.append(well_formed(_BACKSLASH.sub(lambda m: _unescape(m.group(0)), text)))
     return found
 
