@@ -194,3 +194,18 @@ def test_given_a_batch_with_two_held_items_when_remembered_then_each_review_is_n
             store.episodes.get("acme", episode.event_id).status is Status.PENDING_REVIEW
         )  # committed before notifying
         assert review.event_id == episode.event_id
+
+
+def test_given_a_short_answer_after_a_question_in_a_batch_then_it_is_kept_and_alone_it_is_not(writes, store):
+    """A reply is judged in the light of the turn just before it, another speaker's in its session."""
+
+    def turn(actor: str, text: str, minute: int):
+        return proposal(eventType="conversation_turn", actorId=actor, summary=text, sessionId="s-1", tags=[],
+                        occurredAt=f"2026-11-28T09:{minute:02d}:00Z", sourceRefs=[f"t:{minute}"])  # fmt: skip
+
+    asked, answered = writes.remember_batch(AGENT, [turn("ana", "Do you eat meat?", 1), turn("ben", "Fish only", 2)])
+    alone = writes.remember(AGENT, turn("ben", "Fish only", 3))
+    assert answered.decision is Decision.ALLOW and [s.why for s in answered.sentences] == ["answer"]
+    assert alone.decision is Decision.DENY and alone.reasons == ["not_memorable"]
+    assert asked.decision is Decision.DENY  # a question tells nothing
+    assert store.episodes.get("acme", answered.event_id).summary == "Fish only"

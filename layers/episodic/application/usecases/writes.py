@@ -29,6 +29,7 @@ from episodic.domain.model import (
     ReviewStatus,
     Status,
 )
+from episodic.domain.policy import replied_turn
 
 BATCH_LIMIT = 100
 
@@ -130,7 +131,10 @@ class Writes:
         (all of them in one group commit: one fsync per request, not per item)."""
         deps = self.deps
         now = deps.clock.now()
-        judged = [deps.policy.decide(p, caller, now, self._superseded(caller, p)) for p in proposals]
+        judged = [
+            deps.policy.decide(p, caller, now, self._superseded(caller, p), replied_turn(before, p))
+            for before, p in zip([None, *proposals], proposals, strict=False)
+        ]
         storable = [
             (i, self._build_episode(caller, p, d, now))
             for i, (d, p) in enumerate(judged)

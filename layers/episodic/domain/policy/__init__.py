@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 # patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
 # (a sizeable part of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
-POLICY_VERSION = "2026-12-05.3"
+POLICY_VERSION = "2026-12-05.4"
 """The policy's version, recorded with every decision and audit record: it changes whenever a
 rule changes what the policy decides. What each version changed is in docs/policy.md."""
 
@@ -104,12 +104,15 @@ class WritePolicy:
         caller: Caller,
         now: datetime,
         superseded: Sequence[Episode] = (),
+        answering: str | None = None,
     ) -> tuple[PolicyDecision, EpisodeProposal]:
         """Judge a proposal. Returns the decision and the proposal as it may be stored
         (normalised, redacted, with only the claims the caller can back).
 
         ``superseded`` are the stored episodes the proposal names in ``supersedesEventIds``
-        (the caller looks them up; the policy stays free of I/O)."""
+        (the caller looks them up; the policy stays free of I/O). ``answering`` is the turn a
+        conversation turn replies to, when the caller knows it (:func:`replied_turn`): a short
+        answer to a question is judged in its light."""
         missing = _missing_essentials(proposal)
         if missing:
             return self._verdict(Decision.DENY, ["not_an_episode", *missing]), proposal
@@ -129,7 +132,7 @@ class WritePolicy:
         notes = [*provenance_notes, *privacy_notes, *(["secrets_redacted"] if cleaned.redactions else [])]
         # The wire form was read once; claims and privacy class change no text, so it stands.
         instruction_kinds = {kind for _, kind in _instruction_findings(stored, cleaned.wire)}
-        sentences = self._judge_sentences(stored)
+        sentences = self._judge_sentences(stored, answering)
         deny = self._deny_reasons(stored, caller, now, instruction_kinds, sentences)
         review = self._review_reasons(stored, caller, superseded, instruction_kinds)
         if deny:
@@ -190,16 +193,29 @@ class WritePolicy:
             reasons.append("supersedes_other_actor")
         return reasons
 
-    def _judge_sentences(self, p: EpisodeProposal) -> list[SentenceJudgement]:
-        """The summary judged sentence by sentence; ``[]`` for structured content (details,
-        decisions, an outcome), which is never chatter. The proposal is chatter only when every
-        sentence is."""
+    def _judge_sentences(self, p: EpisodeProposal, answering: str | None) -> list[SentenceJudgement]:
+        """The summary judged sentence by sentence (in the light of the turn it answers, if any);
+        ``[]`` for structured content (details, decisions, an outcome), which is never chatter. The
+        proposal is chatter only when every sentence is."""
         if p.details is not None or p.decisions or p.outcome or p.success is not None:
             return []
         return [
             SentenceJudgement(index=v.index, verdict=v.verdict, why=v.why)
-            for v in _memorability().judge(p.summary, self.chatter)
+            for v in _memorability().judge(p.summary, self.chatter, answering)
         ]
+
+
+def replied_turn(previous: EpisodeProposal | None, turn: EpisodeProposal) -> str | None:
+    """The text ``turn`` replies to: ``previous`` (the item written just before it, in the same
+    request) when both are conversation turns of the same session by different speakers, the
+    earlier no later than the reply; else None (a turn written alone is judged alone)."""
+    if previous is None or not previous.event_type is turn.event_type is EventType.CONVERSATION_TURN:
+        return None
+    if previous.session_id != turn.session_id or previous.actor_id == turn.actor_id:
+        return None
+    if previous.occurred_at is None or turn.occurred_at is None or previous.occurred_at > turn.occurred_at:
+        return None
+    return previous.summary
 
 
 def _memorability() -> ModuleType:

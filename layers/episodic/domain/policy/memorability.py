@@ -206,10 +206,36 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def judge(text: str, classifier: ChatterClassifier) -> list[SentenceVerdict]:
-    """A verdict for every sentence of ``text``, in order. Only the text is read: the same words
-    get the same verdict whichever route or event type brings them."""
-    return [_judge_sentence(i, sentence, classifier) for i, sentence in enumerate(sentences(text))]
+def judge(text: str, classifier: ChatterClassifier, answering: str | None = None) -> list[SentenceVerdict]:
+    """A verdict for every sentence of ``text``, in order. The text is read, and the turn it
+    answers when there is one (``answering``: another speaker's turn just before it in the same
+    conversation), never the route or event type: the same words in the same place get the same
+    verdict whichever route brings them.
+
+    A reply to a question says what it is about by its place ("Fish only, no red meat" to "Do you
+    eat meat?", "Waffles. He's a corgi mix" to "What's your dog's name?"): when ``answering`` asks
+    and every sentence alone would be chatter, the first sentence that names anything and asks
+    nothing itself is the answer, and memorable."""
+    parts = sentences(text)
+    verdicts = [_judge_sentence(i, sentence, classifier) for i, sentence in enumerate(parts)]
+    if answering is None or memorable(verdicts) or not _asks(answering):
+        return verdicts
+    for i, sentence in enumerate(parts):
+        if "?" not in sentence and verdicts[i].why != "pleasantry" and _names_something(sentence):
+            verdicts[i] = SentenceVerdict(i, "memorable", "answer")
+            break
+    return verdicts
+
+
+def _asks(turn: str) -> bool:
+    """Whether ``turn`` ends by asking: its last sentence holds a question mark."""
+    parts = sentences(turn)
+    return bool(parts) and "?" in parts[-1]
+
+
+def _names_something(sentence: str) -> bool:
+    words = _words_of(sentence)
+    return any(not _is_pleasantry(i, words) and not _is_vocative(i, words) for i in range(len(words)))
 
 
 def memorable(verdicts: list[SentenceVerdict]) -> bool:
