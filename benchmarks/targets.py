@@ -62,7 +62,9 @@ def section(
     """Markdown lines: one row per performance target (``by_corpus``: :mod:`benchmarks.recall_latency`;
     ``load``: the mixed load against ``episodic serve``'s defaults)."""
     small, tenth, tenth_bound, small_bound = _million(scale)
-    tickets, conversation = (next(r for r in by_corpus if r["corpus"] == name) for name in ("tickets", "conversation"))
+    tickets, many, conversation = (
+        next(r for r in by_corpus if r["corpus"] == name) for name in ("tickets", "tickets, many names", "conversation")
+    )
     batch_ratio = writes["with_embedding_per_s"] / writes["model_texts_per_s"]
     met_import = imports.get(LAMBDA_SHIPPED, imports.get("functions.api", 1e9)) <= 300
     load_met = load["per_second"] >= 150 and load["p99_ms"] <= 250 and not load["errors"] and not load["lost_writes"]
@@ -70,8 +72,9 @@ def section(
         ("recall over HTTP, 2,000 short tickets over 50 actors, vs the model's one query (widened recalls included)",
          "p50 32.8 ms vs 5.7 ms (5.75x)",
          f"p50 {tickets['recall_p50_ms']:.1f} ms vs {tickets['model_p50_ms']:.1f} ms ({tickets['ratio_p50']:.2f}x), "
-         f"{tickets['widened_share']:.0%} widened", "p50 ≤ 2x",
-         _bound(tickets["ratio_p50"] <= 2, _recall_bound(tickets))),
+         f"{tickets['widened_share']:.0%} widened; with many names {many['recall_p50_ms']:.1f} ms vs "
+         f"{many['model_p50_ms']:.1f} ms ({many['ratio_p50']:.2f}x)", "p50 ≤ 2x on any data",
+         _bound(max(tickets["ratio_p50"], many["ratio_p50"]) <= 2, _recall_bound(tickets))),
         ("mixed load, 16 clients, 30% writes / 70% recalls (half for one actor), `episodic serve`'s defaults",
          "92.5 req/s, p50 152 ms, p99 469 ms, 0 errors, 0 lost",
          f"{load['per_second']} req/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms, {load['errors']} errors, "
@@ -114,7 +117,8 @@ def _recall_bound(tickets: dict[str, Any]) -> str:
         f"round's words and their embedding (often cached) is queued behind the question's. Both rounds' word "
         f"searches (FTS5 BM25, ~1.5 ms each) and candidate reads run while the model embeds the question and "
         f"take about as long; the search by meaning, ranking, the read audit and the response come after it "
-        f"(profile below); 2x leaves {model:.1f} ms beside the one query"
+        f"(profile below); 2x leaves {model:.1f} ms beside the one query. With many names the cache rarely has "
+        f"them: the names' pass then runs beside the question's, and the recall waits for it"
     )
 
 

@@ -35,17 +35,33 @@ ACTIONS = [
     "workaround from {person}: retry with a smaller batch", "{person} is waiting on the customer",
 ]  # fmt: skip
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+_SYLLABLES = ["ka", "lo", "mi", "ra", "ten", "vor", "bel", "dun", "sa", "qui", "zor", "fen", "mar", "tal", "ore", "ith"]
+_TRADES = ["Logistics", "Health", "Foods", "Legal", "Bank", "Labs", "Retail", "Energy"]
 
 
-def tickets(count: int, actors: int = 50, seed: int = 7) -> list[dict[str, Any]]:
-    """``count`` ticket episodes (API bodies) over ``actors`` actors."""
+def _made_up(rng: random.Random) -> str:
+    return "".join(rng.choice(_SYLLABLES) for _ in range(2)).capitalize()
+
+
+def _names(many: bool) -> tuple[list[str], list[str]]:
+    """The customers and people tickets name: the few lists above, or (``many``) 300 made-up
+    customers and 150 made-up people, so that few names recur from one recall to the next."""
+    if not many:
+        return CUSTOMERS, PEOPLE
+    rng = random.Random(3)
+    return [f"{_made_up(rng)} {rng.choice(_TRADES)}" for _ in range(300)], [_made_up(rng) for _ in range(150)]
+
+
+def tickets(count: int, actors: int = 50, seed: int = 7, many_names: bool = False) -> list[dict[str, Any]]:
+    """``count`` ticket episodes (API bodies) over ``actors`` actors (``many_names``: see :func:`_names`)."""
+    customers, people = _names(many_names)
     rng = random.Random(seed)
     bodies = []
     for n in range(count):
         problem = rng.choice(PROBLEMS).format(n=rng.randint(2, 90), day=rng.choice(DAYS))
-        person, build, credit = rng.choice(PEOPLE), rng.randint(100, 999), rng.randint(20, 500)
+        person, build, credit = rng.choice(people), rng.randint(100, 999), rng.randint(20, 500)
         action = rng.choice(ACTIONS).format(person=person, build=build, n=credit)
-        summary = f"Ticket {4000 + n}: {rng.choice(CUSTOMERS)} reports {rng.choice(PRODUCTS)} {problem}; {action}."
+        summary = f"Ticket {4000 + n}: {rng.choice(customers)} reports {rng.choice(PRODUCTS)} {problem}; {action}."
         bodies.append({
             "eventType": "tool_observed_event",
             "actorId": f"support-agent-{n % actors}",
@@ -65,15 +81,16 @@ QUESTION_SHAPES = [
 ]  # fmt: skip
 
 
-def questions(count: int, seed: int = 11) -> list[str]:
-    """``count`` distinct questions about the tickets (a serial number keeps each text new)."""
+def questions(count: int, seed: int = 11, many_names: bool = False) -> list[str]:
+    """``count`` distinct questions about the tickets (of the same ``many_names``)."""
+    customers, people = _names(many_names)
     rng = random.Random(seed)
     asked: dict[str, None] = {}
     while len(asked) < count:
         shape = rng.choice(QUESTION_SHAPES)
         problem = rng.choice(PROBLEMS).format(n=rng.randint(2, 90), day=rng.choice(DAYS))
         text = shape.format(
-            customer=rng.choice(CUSTOMERS), product=rng.choice(PRODUCTS), problem=problem, person=rng.choice(PEOPLE)
+            customer=rng.choice(customers), product=rng.choice(PRODUCTS), problem=problem, person=rng.choice(people)
         )
         asked[text] = None
     return list(asked)
