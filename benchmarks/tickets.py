@@ -49,7 +49,13 @@ def _names(many: bool) -> tuple[list[str], list[str]]:
     if not many:
         return CUSTOMERS, PEOPLE
     rng = random.Random(3)
-    return [f"{_made_up(rng)} {rng.choice(_TRADES)}" for _ in range(300)], [_made_up(rng) for _ in range(150)]
+    customers: dict[str, None] = {}
+    while len(customers) < 300:
+        customers[f"{_made_up(rng)} {rng.choice(_TRADES)}"] = None
+    people: dict[str, None] = {}
+    while len(people) < 150:
+        people[_made_up(rng)] = None
+    return list(customers), list(people)
 
 
 def tickets(count: int, actors: int = 50, seed: int = 7, many_names: bool = False) -> list[dict[str, Any]]:

@@ -188,7 +188,11 @@ def test_given_spanish_texts_then_a_question_finds_them_by_the_stem_of_another_f
     with store.database.reading() as conn:
         found = store.recall._candidates(conn, scope, "¿Cuándo estuvo trabajando en la panadería?", None, 10, None)
         named = store.recall._candidates(conn, scope, "Zamora", None, 10, None)
+        asked_by_name = store.recall._candidates(conn, scope, "¿Qué dijo Zamora?", None, 10, None)
+        unaccented = store.recall._candidates(conn, scope, "¿Cuando estuvo trabajando en la panaderia?", None, 10, None)
     by_id = {c.event_id: c.lexical for c in found.items}
     assert by_id.get("T0000", 0.0) > 0 and max(by_id, key=by_id.__getitem__) == "T0000"
     assert {c.event_id for c in named.items} == {"T0001", "T0002"}  # a word as written finds it in either language
+    assert {c.event_id for c in asked_by_name.items} == {"T0001", "T0002"}  # a Spanish question names it alike
+    assert {c.event_id: c.lexical for c in unaccented.items} == by_id  # typed without accents, found alike
     store.close()

@@ -7,8 +7,10 @@ from datetime import timedelta
 
 import pytest
 
+from episodic.adapters.sqlite.writes import delete_episode
 from episodic.application.ports import AuditQuery
 from episodic.application.settings import Settings
+from episodic.application.usecases.idempotency import stored_idempotency_key
 from episodic.application.usecases.writes import Writes
 from episodic.domain.errors import (
     ConflictError,
@@ -196,16 +198,40 @@ def test_given_a_batch_with_two_held_items_when_remembered_then_each_review_is_n
         assert review.event_id == episode.event_id
 
 
+def _turn(actor: str, text: str, minute: int, **overrides):
+    return proposal(**{"eventType": "conversation_turn", "actorId": actor, "summary": text, "sessionId": "s-1",
+                       "tags": [], "occurredAt": f"2026-11-28T09:{minute:02d}:00Z", "sourceRefs": [f"t:{minute}"],
+                       **overrides})  # fmt: skip
+
+
 def test_given_a_short_answer_after_a_question_in_a_batch_then_it_is_kept_and_alone_it_is_not(writes, store):
     """A reply is judged in the light of the turn just before it, another speaker's in its session."""
-
-    def turn(actor: str, text: str, minute: int):
-        return proposal(eventType="conversation_turn", actorId=actor, summary=text, sessionId="s-1", tags=[],
-                        occurredAt=f"2026-11-28T09:{minute:02d}:00Z", sourceRefs=[f"t:{minute}"])  # fmt: skip
-
-    asked, answered = writes.remember_batch(AGENT, [turn("ana", "Do you eat meat?", 1), turn("ben", "Fish only", 2)])
-    alone = writes.remember(AGENT, turn("ben", "Fish only", 3))
+    asked, answered = writes.remember_batch(AGENT, [_turn("ana", "Do you eat meat?", 1), _turn("ben", "Fish only", 2)])
+    alone = writes.remember(AGENT, _turn("ben", "Fish only", 3))
     assert answered.decision is Decision.ALLOW and [s.why for s in answered.sentences] == ["answer"]
     assert alone.decision is Decision.DENY and alone.reasons == ["not_memorable"]
     assert asked.decision is Decision.DENY  # a question tells nothing
     assert store.episodes.get("acme", answered.event_id).summary == "Fish only"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"sessionId": None}, {"sourceTrust": "tool_result"}],
+    ids=["turns of no named session", "an agent's turn, not a person's words"],
+)
+def test_given_a_reply_outside_what_the_answer_rule_reads_then_it_is_judged_alone(writes, overrides):
+    question = _turn("ana", "Do you eat meat?", 1, **{k: v for k, v in overrides.items() if k == "sessionId"})
+    _, answered = writes.remember_batch(AGENT, [question, _turn("ben", "Fish only", 2, **overrides)])
+    assert answered.decision is Decision.DENY and answered.reasons == ["not_memorable"]
+
+
+def test_given_a_retry_that_writes_only_what_a_failed_attempt_left_then_a_reply_is_judged_as_at_first(writes, store):
+    """The turn a reply answers is read from the whole request, not from what is left to write."""
+    batch = [_turn("ana", "Do you eat meat?", 1), _turn("ben", "Fish only", 2)]
+    _, first = writes.remember_batch(AGENT, batch, idempotency_key="k-1")
+    with store.database.transaction() as conn:  # as if the attempt had failed before the reply's commit
+        conn.execute("DELETE FROM idempotency WHERE key = ?", (stored_idempotency_key("k-1\x1f1"),))
+        delete_episode(conn, "acme", first.event_id)
+    _, retried = writes.remember_batch(AGENT, batch, idempotency_key="k-1")
+    assert retried.event_id != first.event_id  # written again, not replayed
+    assert retried.decision is Decision.ALLOW and [s.why for s in retried.sentences] == ["answer"]

@@ -58,6 +58,9 @@ class DynamoScopedIndex:
         ids: list[str] = []
         texts: list[str] = []
         vectors: list[Any] = []
+        words = searched(query_text) if query_text else None
+        # Stems count only for a question that searches by them: an English one reads the texts as written.
+        read = indexed if words is not None and words != query_text else _as_written
         for stored in self.store.read_scope(scope):
             if len(ids) == self.max_scope:
                 raise ScopeTooLargeError(
@@ -66,13 +69,13 @@ class DynamoScopedIndex:
                     maxScope=self.max_scope,
                 )
             ids.append(stored.episode.event_id)
-            texts.append(indexed(stored.episode.search_text()))
+            texts.append(read(stored.episode.search_text()) if words else "")
             same_model = stored.vector is not None and stored.embedder == embedder
             vectors.append(stored.vector if same_model else None)  # never compare two models' vectors
         if not ids:
             return RecallCandidates()
 
-        lexical = self._lexical(texts, searched(query_text) if query_text else None)
+        lexical = self._lexical(texts, words)
         semantic = np.zeros(len(ids), dtype=np.float32)
         compared = np.zeros(len(ids), dtype=bool)
         query_vector = resolved(pending)  # after the words: the model may have run meanwhile
@@ -106,3 +109,7 @@ class DynamoScopedIndex:
         )
         known = [tok for tok in query_tokens if tok in retriever.vocab_dict]
         return np.asarray(retriever.get_scores(known), dtype=np.float32) if known else lexical
+
+
+def _as_written(text: str) -> str:
+    return text

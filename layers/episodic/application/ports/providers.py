@@ -29,7 +29,8 @@ class Embedder(Protocol):
     recall candidate is not evidence, and ``similarity_floor``, the cosine of unrelated texts on
     its scale (see ``Settings.ranking_weights``); without them, no floor and a scale from 0. One
     trained on some languages only declares ``languages``, their names (``"english"``): recall
-    then leans on words for questions in others; without it, every language is its own. A
+    then leans on words for questions in another language it recognises (Spanish,
+    :mod:`episodic.domain.recall.languages`); without it, every language is its own. A
     model trained to embed questions and documents differently offers ``embed_query(text)`` for
     what recall is asked; without it, a question is embedded like a stored text. An embedder that
     can compute in the background offers ``start_query(text)``, which starts embedding a question

@@ -21,7 +21,8 @@ from episodic.domain.model import Caller, Decision, EpisodeProposal, RememberRes
 ItemKey = tuple[str, str, str]
 """``(stored key, request hash, kind)`` of one item of an idempotent request."""
 
-Write = Callable[[Caller, list[EpisodeProposal], Sequence[ItemKey | None]], list[RememberResult]]
+Write = Callable[[Caller, list[EpisodeProposal], Sequence[ItemKey | None], Sequence[int]], list[RememberResult]]
+"""Writes proposals with their item keys; the last argument says where each was in the request."""
 
 
 def stored_idempotency_key(key: str) -> str:
@@ -38,12 +39,12 @@ class Idempotency:
     ) -> list[RememberResult]:
         """``write`` the proposals not written before under ``key``; replay the others."""
         if key is None:
-            return write(caller, proposals, [None] * len(proposals))
+            return write(caller, proposals, [None] * len(proposals), range(len(proposals)))
         item_keys, request_hash, results = self._lookup(caller, kind, proposals, key)
         pending = [i for i, r in enumerate(results) if r is None]
         if pending:
             written = write(
-                caller, [proposals[i] for i in pending], [(item_keys[i], request_hash, kind) for i in pending]
+                caller, [proposals[i] for i in pending], [(item_keys[i], request_hash, kind) for i in pending], pending
             )
             for i, result in zip(pending, written, strict=True):
                 results[i] = result

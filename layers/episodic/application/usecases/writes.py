@@ -108,7 +108,14 @@ class Writes:
             if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
                 raise ForbiddenError("the episode names a tenant other than the caller's")
         proposals = [self._for_bound_actor(caller, p) for p in proposals]
-        return self.idempotency.run(caller, kind, proposals, key, self._write)
+        # What each turn answers is read from the whole request, so a retry that writes only
+        # what a failed attempt left judges each item as the first attempt did.
+        answering = [replied_turn(before, p) for before, p in zip([None, *proposals], proposals, strict=False)]
+
+        def write(caller: Caller, items: list[EpisodeProposal], keys: Sequence[ItemKey | None], at: Sequence[int]):
+            return self._write(caller, items, keys, [answering[i] for i in at])
+
+        return self.idempotency.run(caller, kind, proposals, key, write)
 
     def _for_bound_actor(self, caller: Caller, proposal: EpisodeProposal) -> EpisodeProposal:
         """A bound credential writes for its actors only: a proposal without an actor is its one
@@ -125,15 +132,19 @@ class Writes:
         return proposal
 
     def _write(
-        self, caller: Caller, proposals: list[EpisodeProposal], keys: Sequence[ItemKey | None]
+        self,
+        caller: Caller,
+        proposals: list[EpisodeProposal],
+        keys: Sequence[ItemKey | None],
+        answering: Sequence[str | None],
     ) -> list[RememberResult]:
         """Decide every proposal, embed the storable ones in one batch, commit each item atomically
         (all of them in one group commit: one fsync per request, not per item)."""
         deps = self.deps
         now = deps.clock.now()
         judged = [
-            deps.policy.decide(p, caller, now, self._superseded(caller, p), replied_turn(before, p))
-            for before, p in zip([None, *proposals], proposals, strict=False)
+            deps.policy.decide(p, caller, now, self._superseded(caller, p), answer_to)
+            for p, answer_to in zip(proposals, answering, strict=True)
         ]
         storable = [
             (i, self._build_episode(caller, p, d, now))

@@ -206,12 +206,16 @@ class WritePolicy:
 
 
 def replied_turn(previous: EpisodeProposal | None, turn: EpisodeProposal) -> str | None:
-    """The text ``turn`` replies to: ``previous`` (the item written just before it, in the same
-    request) when both are conversation turns of the same session by different speakers, the
-    earlier no later than the reply; else None (a turn written alone is judged alone)."""
+    """The text ``turn`` replies to: ``previous`` (the item just before it in the same request)
+    when both are conversation turns of the same named session by different speakers, the earlier
+    no later than the reply, and the reply is a person's own words (``user_provided``: an agent's
+    "let me check that for you" answers nothing about anyone); else None (a turn written alone is
+    judged alone)."""
     if previous is None or not previous.event_type is turn.event_type is EventType.CONVERSATION_TURN:
         return None
-    if previous.session_id != turn.session_id or previous.actor_id == turn.actor_id:
+    if turn.session_id is None or previous.session_id != turn.session_id or previous.actor_id == turn.actor_id:
+        return None
+    if turn.source_trust is not SourceTrust.USER_PROVIDED:
         return None
     if previous.occurred_at is None or turn.occurred_at is None or previous.occurred_at > turn.occurred_at:
         return None

@@ -209,31 +209,34 @@ def sentences(text: str) -> list[str]:
 def judge(text: str, classifier: ChatterClassifier, answering: str | None = None) -> list[SentenceVerdict]:
     """A verdict for every sentence of ``text``, in order. The text is read, and the turn it
     answers when there is one (``answering``: another speaker's turn just before it in the same
-    conversation), never the route or event type: the same words in the same place get the same
-    verdict whichever route brings them.
+    conversation, :func:`~episodic.domain.policy.replied_turn`), never the route: the same turns
+    get the same verdicts whichever route brings them.
 
     A reply to a question says what it is about by its place ("Fish only, no red meat" to "Do you
     eat meat?", "Waffles. He's a corgi mix" to "What's your dog's name?"): when ``answering`` asks
-    and every sentence alone would be chatter, the first sentence that names anything and asks
-    nothing itself is the answer, and memorable."""
+    about something (not "how are you?") and every sentence alone would be chatter, the first
+    sentence that names anything and asks nothing itself is the answer, and memorable."""
     parts = sentences(text)
     verdicts = [_judge_sentence(i, sentence, classifier) for i, sentence in enumerate(parts)]
-    if answering is None or memorable(verdicts) or not _asks(answering):
+    if answering is None or memorable(verdicts) or not _asks_about_something(answering):
         return verdicts
     for i, sentence in enumerate(parts):
-        if "?" not in sentence and verdicts[i].why != "pleasantry" and _names_something(sentence):
+        if "?" not in sentence and _names_something(sentence):
             verdicts[i] = SentenceVerdict(i, "memorable", "answer")
             break
     return verdicts
 
 
-def _asks(turn: str) -> bool:
-    """Whether ``turn`` ends by asking: its last sentence holds a question mark."""
+def _asks_about_something(turn: str) -> bool:
+    """Whether ``turn`` ends with a question that names something: "Do you eat meat?", not "How
+    are you?" or "How was your weekend?", whose answers are small talk."""
     parts = sentences(turn)
-    return bool(parts) and "?" in parts[-1]
+    return bool(parts) and "?" in parts[-1] and _names_something(parts[-1])
 
 
 def _names_something(sentence: str) -> bool:
+    """Whether ``sentence`` holds a word outside the pleasantry vocabulary (a name after a greeting
+    does not count)."""
     words = _words_of(sentence)
     return any(not _is_pleasantry(i, words) and not _is_vocative(i, words) for i in range(len(words)))
 

@@ -1,27 +1,29 @@
-"""The words a text is searched by, in the languages recall knows beyond English.
+"""The words a text is searched by, in the languages recall knows beyond English (Spanish).
 
-The full-text index stems with Porter's English rules, which leave a Spanish or German word's
-endings alone: "trabajo", "trabajando" and "trabajé" are three unrelated words to it, and a
-question's "qué", "cuándo" or "wann" weigh as much as a name. So a text whose function words say
-it is Spanish or German is indexed with one more line: the Snowball stems of its words that differ
-from the words themselves (:func:`indexed`). The text itself stays in the index, so a name or a
-word asked without a sentence around it ("Zamora") finds it as before. A question in one of these
-languages is searched by the stems of the words that name something (:func:`searched`), which
-meet the stems of its language's texts and, where a word has no other form, the word itself.
+The full-text index stems with Porter's English rules, which leave a Spanish word's endings
+alone: "trabajo", "trabajando" and "trabajé" are three unrelated words to it, and a question's
+"qué" or "cuándo" weighs as much as a name. So a text with Spanish function words (and no more
+English ones) is indexed with one more line: the Snowball stems of its words, read without their
+accents, that differ from the words (:func:`indexed`). The text itself stays in the index. A
+question in Spanish is searched by the stems of the words that name something, its filler left
+out, and by its names as written (:func:`searched`): a capitalised word is a name ("Zamora",
+"Lucía"), and a name is found in any text, whatever its language.
 
-English texts and questions -- everything no other language claims -- are searched exactly as
-before: only a language's own function words, outnumbering English ones, make a text that
-language.
+Texts and questions no other language claims are indexed and searched as written, with the
+index's English rules: only a language's own function words, outnumbering English ones, make a
+text that language.
 
 Why function words: they are most of any sentence, short texts included, and each language's are
 its own; a handful of them tells Spanish from English more reliably than letters do (names and
 loanwords carry accents into English text). Words both languages write alike ("no", "me", "a",
-"son", "die", "was") count for neither.
+"son", "es") count for neither. Why without accents: people type questions without them
+("panaderia"), and the index reads "panadería" as "panaderia" too.
 """
 
 from __future__ import annotations
 
 import threading
+import unicodedata
 from dataclasses import dataclass
 
 import Stemmer
@@ -72,7 +74,7 @@ SPANISH = Language(
         """
         a al algo alguien algún alguna alguno algunas algunos ante antes así aun aún cada como cómo
         con contra cual cuál cuales cuáles cuando cuándo cuanto cuánto cuanta cuánta cuantos cuántos
-        cuantas cuántas de del desde donde dónde durante el él ella ellas ellos en entre era eran es
+        cuantas cuántas de del desde donde dónde adonde adónde durante el él ella ellas ellos en entre era eran es
         esa ese eso esas esos esta está estaba estaban están estar este esto estas estos fue fueron
         ha había habían han hasta hay la las le les lo los más me mi mis mucho muy nada ni no nos
         nosotros o os otra otro para pero poco por porque qué que quien quién quienes quiénes se sea
@@ -86,12 +88,14 @@ SPANISH = Language(
 LANGUAGES = (SPANISH,)
 """The languages recall stems, tried in this order; a tie with English is English."""
 
-INDEXED_VERSION = 1
-"""Changed whenever :func:`indexed` would index a text otherwise, so a store re-indexes its texts."""
+INDEXED_VERSION = f"1/{Stemmer.version()}"
+"""Changed whenever :func:`indexed` would index a text otherwise (a new Snowball release included),
+so a store re-indexes its texts."""
 
 _ENOUGH = 2
-"""A text is a language's only when at least this many of its words (or letters) are that
-language's own: one "de" or "la" in an English text is a name ("Plaza de la Villa")."""
+"""A question is a language's only when at least this many of its words (or letters) are that
+language's own; a text needs one, if English claims fewer: its stems cost a line, a question
+asked in the wrong language loses its words' other forms."""
 
 
 def language_name(text: str) -> str:
@@ -100,12 +104,12 @@ def language_name(text: str) -> str:
     return ENGLISH if language is None else language.name
 
 
-def language_of(text: str) -> Language | None:
-    """The language ``text`` is written in, when it is one of :data:`LANGUAGES`; None for English
-    and for a text too short or too mixed to tell."""
+def language_of(text: str, enough: int = _ENOUGH) -> Language | None:
+    """The language ``text`` is written in, when it is one of :data:`LANGUAGES` by at least
+    ``enough`` of its own words; None for English and for a text too short or too mixed to tell."""
     words = linear.words(text.lower())
     english = sum(w in _ENGLISH for w in words)
-    best, best_count = None, max(english, _ENOUGH - 1)
+    best, best_count = None, max(english, enough - 1)
     for language in LANGUAGES:
         count = sum(w in language.marks for w in words) + sum(text.count(c) for c in language.letters)
         if count > best_count:
@@ -126,22 +130,35 @@ def _stems(language: Language, words: list[str]) -> list[str]:
     return stems
 
 
+def _plain(word: str) -> str:
+    """``word`` without its accents ("mudó" -> "mudo"), as the index reads it."""
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
 def indexed(text: str) -> str:
     """What the full-text index holds for ``text``: the text, and for a text in one of
     :data:`LANGUAGES` a last line of the stems that differ from their words, once each."""
-    language = language_of(text)
+    language = language_of(text, enough=1)
     if language is None:
         return text
-    words = list(dict.fromkeys(linear.words(text.lower())))
+    words = list(dict.fromkeys(_plain(w) for w in linear.words(text.lower())))
     other = dict.fromkeys(stem for word, stem in zip(words, _stems(language, words), strict=True) if stem != word)
     return f"{text}\n{' '.join(other)}" if other else text
 
 
 def searched(query: str) -> str:
     """What the full-text search looks for when asked ``query``: the query itself, or for a query
-    in one of :data:`LANGUAGES` the stems of its words that name something, in order."""
+    in one of :data:`LANGUAGES` its names as written and the stems of its other words that name
+    something, in order."""
     language = language_of(query)
     if language is None:
         return query
-    words = [w for w in dict.fromkeys(linear.words(query.lower())) if w not in language.filler]
-    return " ".join(_stems(language, words))
+    found = []
+    for word in dict.fromkeys(linear.words(query)):
+        lowered = word.lower()
+        if lowered in language.filler:
+            continue
+        found.append(lowered if word[:1].isupper() else _stems(language, [_plain(lowered)])[0])  # a name as written
+    return " ".join(dict.fromkeys(found))
