@@ -247,8 +247,8 @@ handoffs."""
 
 
 def recall_gaps(metrics: dict[str, Any]) -> dict[str, float]:
-    """How far each other language's recall@10 is below English's, where both were measured
-    (``spanish_recall_gap_to_english``): the same kind of chats, the same questions asked."""
+    """How far the Spanish chats' recall@10 is below the English ones', where both were measured
+    (``spanish_recall_gap_to_english``): the same kind of chats, asked the same kinds of questions."""
     english = metrics.get("conversation_recall_at_10")
     spanish = metrics.get("spanish_recall_at_10")
     if english is None or spanish is None:

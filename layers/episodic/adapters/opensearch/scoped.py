@@ -59,8 +59,7 @@ class DynamoScopedIndex:
         texts: list[str] = []
         vectors: list[Any] = []
         words = searched(query_text) if query_text else None
-        # Stems count only for a question that searches by them: an English one reads the texts as written.
-        read = indexed if words is not None and words != query_text else _as_written
+        stemmed = words is not None and words != query_text  # an English question reads the texts as written
         for stored in self.store.read_scope(scope):
             if len(ids) == self.max_scope:
                 raise ScopeTooLargeError(
@@ -69,7 +68,8 @@ class DynamoScopedIndex:
                     maxScope=self.max_scope,
                 )
             ids.append(stored.episode.event_id)
-            texts.append(read(stored.episode.search_text()) if words else "")
+            text = stored.episode.search_text()
+            texts.append(indexed(text) if stemmed else text)
             same_model = stored.vector is not None and stored.embedder == embedder
             vectors.append(stored.vector if same_model else None)  # never compare two models' vectors
         if not ids:
@@ -109,7 +109,3 @@ class DynamoScopedIndex:
         )
         known = [tok for tok in query_tokens if tok in retriever.vocab_dict]
         return np.asarray(retriever.get_scores(known), dtype=np.float32) if known else lexical
-
-
-def _as_written(text: str) -> str:
-    return text

@@ -110,9 +110,11 @@ class Writes:
         proposals = [self._for_bound_actor(caller, p) for p in proposals]
         # What each turn answers is read from the whole request, so a retry that writes only
         # what a failed attempt left judges each item as the first attempt did.
-        answering = [replied_turn(before, p) for before, p in zip([None, *proposals], proposals, strict=False)]
+        answering = [replied_turn(before, p) for before, p in zip([None, *proposals[:-1]], proposals, strict=True)]
 
-        def write(caller: Caller, items: list[EpisodeProposal], keys: Sequence[ItemKey | None], at: Sequence[int]):
+        def write(
+            caller: Caller, items: list[EpisodeProposal], keys: Sequence[ItemKey | None], at: Sequence[int]
+        ) -> list[RememberResult]:
             return self._write(caller, items, keys, [answering[i] for i in at])
 
         return self.idempotency.run(caller, kind, proposals, key, write)

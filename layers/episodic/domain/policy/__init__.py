@@ -211,7 +211,8 @@ def replied_turn(previous: EpisodeProposal | None, turn: EpisodeProposal) -> str
     no later than the reply, and the reply is a person's own words (``user_provided``: an agent's
     "let me check that for you" answers nothing about anyone); else None (a turn written alone is
     judged alone)."""
-    if previous is None or not previous.event_type is turn.event_type is EventType.CONVERSATION_TURN:
+    turn_type = EventType.CONVERSATION_TURN
+    if previous is None or previous.event_type is not turn_type or turn.event_type is not turn_type:
         return None
     if turn.session_id is None or previous.session_id != turn.session_id or previous.actor_id == turn.actor_id:
         return None
