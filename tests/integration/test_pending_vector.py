@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from episodic.adapters.sqlite import recall as recall_module
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.application.ports import Changes, NewEpisode, PendingVector, Scope
 from episodic.domain.errors import StorageError
@@ -32,7 +31,7 @@ def test_given_a_pending_vector_when_searched_then_words_come_first_and_the_resu
     scope = Scope(tenant_id="acme", now=NOW)
     text = episode(3).summary
     order: list[str] = []
-    by_words = recall_module._lexical
+    by_words = store.word_index.search
 
     def lexical(*args, **kwargs):
         order.append("words")
@@ -42,7 +41,7 @@ def test_given_a_pending_vector_when_searched_then_words_come_first_and_the_resu
         order.append("vector")
         return unit(5)
 
-    monkeypatch.setattr(recall_module, "_lexical", lexical)
+    monkeypatch.setattr(store.word_index, "search", lexical)
     pending = PendingVector(wait)
     with_pending = store.recall.candidates(scope, text, pending, 5, embedder=MODEL).items
     assert order == ["words", "vector"] and pending.value() == unit(5)  # waited for once, after the words

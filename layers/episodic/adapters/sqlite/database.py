@@ -100,6 +100,12 @@ CREATE TRIGGER IF NOT EXISTS scope_on_tag_delete AFTER DELETE ON episode_tags BE
     INSERT INTO scope_generations VALUES (OLD.tenant_id, 1)
         ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
 END;
+-- How many episodes each tenant has lost (erasure, expiry, rejection): a process's in-memory words
+-- of a tenant (word_index.py) are read again once this count moved, whichever process deleted.
+CREATE TABLE IF NOT EXISTS tenant_erasures (tenant_id TEXT PRIMARY KEY, erased INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS erasures_on_delete AFTER DELETE ON episodes BEGIN
+    INSERT INTO tenant_erasures VALUES (OLD.tenant_id, 1) ON CONFLICT (tenant_id) DO UPDATE SET erased = erased + 1;
+END;
 CREATE TABLE IF NOT EXISTS episode_refs (
     tenant_id TEXT NOT NULL, ref TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, ref, episode_rowid)

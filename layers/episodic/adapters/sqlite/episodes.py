@@ -25,6 +25,7 @@ from episodic.adapters.codec import decode_cursor, encode_cursor
 from episodic.adapters.sqlite.database import Database, from_micros
 from episodic.adapters.sqlite.reads import EPISODE_COLUMNS, chunks, forget_parsed, stored
 from episodic.adapters.sqlite.scope import scope_sql
+from episodic.adapters.sqlite.word_index import WordIndex
 from episodic.adapters.sqlite.writes import count_access, write_changes
 from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import Changes, IdempotencyRecord, TimelineQuery
@@ -37,9 +38,9 @@ class Episodes:
     """Change sets and access counts; episodes by id and in scope, idempotency records, the
     lookups erasure needs, and counts."""
 
-    def __init__(self, db: Database, vectors: VectorSearch) -> None:
-        """``vectors`` is the in-memory vector cache recall searches: an erasure drops its rows."""
-        self.db, self.vectors = db, vectors
+    def __init__(self, db: Database, vectors: VectorSearch, words: WordIndex) -> None:
+        """``vectors`` and ``words`` are the in-memory indexes recall searches: an erasure drops its rows."""
+        self.db, self.vectors, self.words = db, vectors, words
 
     def apply(self, changes: Changes) -> None:
         """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
@@ -60,6 +61,7 @@ class Episodes:
             for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
                 if error is None and rowids:
                     self.vectors.forget(changes.tenant_id, rowids)
+                    self.words.forget(changes.tenant_id)
         for error in errors:
             if error is not None and not isinstance(error, ConflictError):
                 raise error

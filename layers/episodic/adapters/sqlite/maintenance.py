@@ -16,6 +16,7 @@ from datetime import datetime
 from episodic.adapters.codec import decode_cursor, encode_cursor, pack_vector
 from episodic.adapters.sqlite.database import Database, micros
 from episodic.adapters.sqlite.reads import EPISODE_COLUMNS, scanned
+from episodic.adapters.sqlite.word_index import WordIndex
 from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import Vector
 from episodic.domain.digests.rules import DIGEST_PRIVACY_ORDER
@@ -30,8 +31,8 @@ stems' (:func:`~episodic.domain.recall.languages.indexed`); a store that holds a
 class Maintenance:
     """Expiry, decay and digest scans over all tenants, and vector replacement."""
 
-    def __init__(self, db: Database, vectors: VectorSearch) -> None:
-        self.db, self.vector_search = db, vectors
+    def __init__(self, db: Database, vectors: VectorSearch, words: WordIndex) -> None:
+        self.db, self.vector_search, self.words = db, vectors, words
 
     def expired_episodes(self, now: datetime, limit: int) -> list[Episode]:
         rows = self.db.query(
@@ -105,4 +106,5 @@ class Maintenance:
             done, last = done + len(rows), rows[-1][0]
         with self.db.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('search_text_version', ?)", (wanted,))
+        self.words.invalidate()  # texts changed in place: the rowid watermark cannot see that
         return done

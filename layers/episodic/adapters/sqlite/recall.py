@@ -1,11 +1,12 @@
-"""The :class:`~episodic.application.ports.RecallIndex` over the same database: BM25 from FTS5 and
+"""The :class:`~episodic.application.ports.RecallIndex` over the same database: BM25 over its words and
 cosine similarity from the stored vectors, both limited to the scope first.
 
-Why it needs no separate index service: the FTS rows and vectors are written in the same
+Why it needs no separate index service: the indexed texts and vectors are written in the same
 transaction as their episodes (:mod:`.writes`), so what recall searches is always exactly
-the timeline. Vectors are searched in memory by :class:`~episodic.adapters.vectors.index.VectorSearch`,
-which follows the table by rowid watermark; this module only hands it the rowids the scope
-admits, so a vector outside the scope can never be returned.
+the timeline. Words and vectors are searched in memory (:class:`~.word_index.WordIndex`,
+:class:`~episodic.adapters.vectors.index.VectorSearch`), each following the table by rowid
+watermark; this module only hands them the rowids the scope admits, so nothing outside the scope
+can ever be returned.
 
 Every query runs on one borrowed reader connection, so its lexical and semantic halves see
 the same snapshot of the database.
@@ -17,15 +18,13 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from episodic.adapters.sqlite.database import Database
-from episodic.adapters.sqlite.fts_match import RANK, search
-from episodic.adapters.sqlite.fts_terms import TermFrequencies, row_bound
 from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.scope_cache import ScopeCache
+from episodic.adapters.sqlite.word_index import WordIndex, terms
 from episodic.adapters.vectors.index import VectorSearch
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.recall.languages import searched
@@ -33,13 +32,13 @@ from episodic.domain.recall.query import lexical_terms
 from episodic.domain.recall.ranking import Candidate
 
 WARM_MIN_EPISODES = 10_000
-"""Tenants at least this large have their vectors read at start (:meth:`RecallReads.warm_up`):
+"""Tenants at least this large have their words and vectors read at start (:meth:`RecallReads.warm_up`):
 from here on the first read takes a noticeable part of a second, at a million several seconds."""
 log = logging.getLogger(__name__)
 
 
 QUERY_WORDS = 32
-"""At most this many of a query's words are searched (and counted, :mod:`.fts_terms`)."""
+"""At most this many of a query's words are searched."""
 
 EVENT_IDS_KEPT = 200_000
 """How many rowid -> event id pairs the search by meaning keeps (~30 MiB at most), then starts afresh."""
@@ -52,11 +51,11 @@ class RecallReads:
     """Words and meaning are two queries here, so asking for one costs only that one."""
 
     def __init__(
-        self, db: Database, vectors: VectorSearch, scopes: ScopeCache, terms: TermFrequencies, embedder: str | None
+        self, db: Database, vectors: VectorSearch, words: WordIndex, scopes: ScopeCache, embedder: str | None
     ) -> None:
         """``embedder`` names the model whose vectors a query is compared with when the caller names
         none: episodes embedded by another model take part by BM25 only until they are re-embedded."""
-        self.db, self.vectors, self.scopes, self.terms, self.embedder = db, vectors, scopes, terms, embedder
+        self.db, self.vectors, self.words, self.scopes, self.embedder = db, vectors, words, scopes, embedder
         self._event_ids: dict[int, str] = {}
         """The event id of each rowid the search by meaning has returned. A rowid names one row
         for good (rowids are never reused, :data:`.writes.ROWID_FLOOR`), so a pair never goes
@@ -86,14 +85,14 @@ class RecallReads:
         """Without a query, the newest ``pool_size`` of the scope; with one, the union of the
         best ``pool_size`` by vector (only vectors ``embedder`` made) and by BM25. The words
         are searched first: a pending query vector is waited for only after them."""
-        where, params = scope_sql(scope)
         if query_text is None and pending is None:
+            where, params = scope_sql(scope)
             rows = conn.execute(
                 f"SELECT e.event_id FROM episodes e WHERE {where} ORDER BY e.occurred_at DESC LIMIT ?",
                 (*params, pool_size),
             ).fetchall()
             return RecallCandidates([Candidate(event_id=r[0]) for r in rows])
-        lexical = self._words(conn, scope, where, params, query_text, pool_size) if query_text else {}
+        lexical = self._words(conn, scope, query_text, pool_size) if query_text else {}
         semantic: dict[str, float] = {}
         query_vector = resolved(pending)
         if query_vector is not None and embedder is not None:
@@ -101,24 +100,22 @@ class RecallReads:
         ids = dict.fromkeys([*semantic, *lexical])
         return RecallCandidates([Candidate(i, lexical.get(i, 0.0), semantic.get(i, 0.0)) for i in ids])
 
-    def _words(
-        self, conn: sqlite3.Connection, scope: Scope, where: str, params: list[Any], text: str, pool_size: int
-    ) -> dict[str, float]:
-        """``{event_id: BM25}`` for the informative words of ``text`` (:mod:`.fts_terms`)."""
-        texts = row_bound(conn)  # read once for both questions below
-        words = self.terms.informative(conn, lexical_terms(searched(text))[:QUERY_WORDS], texts)
-        own_rows = bool(words) and self.terms.holds_few(conn, scope.tenant_id, texts)
-        return _lexical(conn, where, params, search(words, scope.tenant_id if own_rows else None), pool_size)
+    def _words(self, conn: sqlite3.Connection, scope: Scope, text: str, pool_size: int) -> dict[str, float]:
+        """``{event_id: BM25}`` of the best ``pool_size`` texts of the scope for the words of ``text``
+        (:mod:`.word_index`)."""
+        query = terms(" ".join(lexical_terms(searched(text))[:QUERY_WORDS]))
+        if not query:
+            return {}
+        found = self.words.search(conn, scope.tenant_id, query, self.scopes.rowids(conn, scope), pool_size)
+        return dict(found)
 
     def warm_up(self, dimension: int, min_episodes: int = WARM_MIN_EPISODES) -> threading.Thread:
-        """Read the vectors of every tenant with ``min_episodes`` or more into memory in the
-        background, largest first (and start their indexes), so that no large tenant's first
-        recall after a start waits seconds for them. A recall that comes first loads its own
+        """Read the words and vectors of every tenant with ``min_episodes`` or more into memory in
+        the background, largest first (and start their vector indexes), so that no large tenant's
+        first recall after a start waits seconds for them. A recall that comes first loads its own
         tenant as it always did; other tenants' recalls never wait (each tenant has its lock)."""
 
         def load(embedder: str | None) -> None:
-            if embedder is None:  # a store that names no model has no vectors to compare
-                return
             try:
                 with self.db.reading() as conn:
                     tenants = conn.execute(
@@ -126,9 +123,11 @@ class RecallReads:
                         (min_episodes,),
                     ).fetchall()
                     for (tenant,) in tenants:
-                        self.vectors.load(conn, tenant, embedder, dimension)
+                        self.words.load(conn, tenant)
+                        if embedder is not None:
+                            self.vectors.load(conn, tenant, embedder, dimension)
             except Exception:  # the recalls load what they need; say why once
-                log.warning("could not read the large tenants' vectors at start", exc_info=True)
+                log.warning("could not read the large tenants' words and vectors at start", exc_info=True)
 
         thread = threading.Thread(target=load, args=(self.embedder,), name="episodic-vectors-warm-up", daemon=True)
         thread.start()
@@ -177,31 +176,3 @@ class RecallReads:
                 kept.clear()
             kept.update(named)
         return result
-
-
-def _lexical(
-    conn: sqlite3.Connection, where: str, params: list[Any], match: str | None, pool_size: int
-) -> dict[str, float]:
-    """``{event_id: BM25}`` of the best ``pool_size`` matches in the scope (higher is better).
-
-    Ordered by FTS5's ``rank`` column (``bm25()`` with the same weights: no other rank is
-    configured), FTS5 itself hands the matches over best first, so SQLite joins them to the scope
-    only until ``pool_size`` pass, with no sort of its own; ordered by the ``bm25()`` function it
-    joined every match and sorted them all in a temporary B-tree (~20% slower over 2,000
-    matches, more the more a query matches). The rank is :data:`~.fts_match.RANK`, the text's
-    BM25, whether or not ``match`` is limited to the tenant's rows.
-
-    ``CROSS JOIN`` keeps the full-text table the outer loop whatever the scope says. With a plain
-    join, a scope with a time window let SQLite's planner start from the episodes' time index and
-    run the full-text match once per episode in the window, each ranked on its own: a window of
-    2,000 tickets took 0.4-1.4 s instead of ~2 ms. Matched first, a search costs at most what
-    the same query without a window costs."""
-    if not match:
-        return {}
-    rows = conn.execute(
-        f"SELECT e.event_id, -episodes_search.rank FROM episodes_search CROSS JOIN episodes e "
-        f"ON e.rowid = episodes_search.rowid WHERE episodes_search MATCH ? AND episodes_search.rank MATCH ? "
-        f"AND {where} ORDER BY episodes_search.rank LIMIT ?",
-        (match, RANK, *params, pool_size),
-    ).fetchall()
-    return {event_id: float(score) for event_id, score in rows}

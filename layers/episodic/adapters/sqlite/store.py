@@ -36,12 +36,12 @@ from pathlib import Path
 
 from episodic.adapters.sqlite.database import SCHEMA_VERSION, Database
 from episodic.adapters.sqlite.episodes import Episodes
-from episodic.adapters.sqlite.fts_terms import TermFrequencies
 from episodic.adapters.sqlite.governance import Governance
 from episodic.adapters.sqlite.maintenance import Maintenance
 from episodic.adapters.sqlite.outbox import Outbox
 from episodic.adapters.sqlite.recall import RecallReads
 from episodic.adapters.sqlite.scope_cache import ScopeCache
+from episodic.adapters.sqlite.word_index import WordIndex
 from episodic.adapters.vectors.index import DEFAULT_ANN_THRESHOLD, VectorSearch
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
@@ -57,12 +57,13 @@ class SqliteStore:
         embedded by another model take part by BM25 only until they are re-embedded."""
         self.database = Database(path)
         self.vector_search = VectorSearch(ann_threshold=ann_threshold, directory=vector_index_directory(Path(path)))
-        self.episodes = Episodes(self.database, self.vector_search)
+        self.word_index = WordIndex()
+        self.episodes = Episodes(self.database, self.vector_search, self.word_index)
         governance = Governance(self.database)
         self.reviews, self.audit_log, self.tenants = governance, governance, governance
-        maintenance = Maintenance(self.database, self.vector_search)
+        maintenance = Maintenance(self.database, self.vector_search, self.word_index)
         self.scans, self.vectors = maintenance, maintenance
-        self.recall = RecallReads(self.database, self.vector_search, ScopeCache(), TermFrequencies(), embedder)
+        self.recall = RecallReads(self.database, self.vector_search, self.word_index, ScopeCache(), embedder)
         self.compaction = self.database
         self.outbox = Outbox(self.database)
         maintenance.refresh_search_text()

@@ -130,7 +130,7 @@ def _stems(language: Language, words: list[str]) -> list[str]:
     return stems
 
 
-def _plain(word: str) -> str:
+def unaccented(word: str) -> str:
     """``word`` without its accents ("mudó" -> "mudo"), as the index reads it."""
     if word.isascii():
         return word
@@ -143,7 +143,7 @@ def indexed(text: str) -> str:
     language = language_of(text, enough=1)
     if language is None:
         return text
-    words = list(dict.fromkeys(_plain(w) for w in linear.words(text.lower())))
+    words = list(dict.fromkeys(unaccented(w) for w in linear.words(text.lower())))
     other = dict.fromkeys(stem for word, stem in zip(words, _stems(language, words), strict=True) if stem != word)
     return f"{text}\n{' '.join(other)}" if other else text
 
@@ -160,5 +160,5 @@ def searched(query: str) -> str:
         lowered = word.lower()
         if lowered in language.filler:
             continue
-        found.append(lowered if word[:1].isupper() else _stems(language, [_plain(lowered)])[0])  # a name as written
+        found.append(lowered if word[:1].isupper() else _stems(language, [unaccented(lowered)])[0])  # a name as written
     return " ".join(dict.fromkeys(found))

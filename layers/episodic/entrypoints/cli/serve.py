@@ -120,7 +120,7 @@ def _run_server(
     if warm is not None:
         warm()
     service.deps.policy.warm_up()  # the classifiers and detectors before the first request
-    vectors = getattr(service.deps.index, "warm_up", None)  # the local backend: large tenants' vectors
+    vectors = getattr(service.deps.index, "warm_up", None)  # the local backend: large tenants' words and vectors
     if vectors is not None:
         vectors(service.deps.embedder.dimension)
     jobs: list[tuple[str, float, Callable[[], Any]]] = [
