@@ -13,7 +13,7 @@ with a threshold and idle time that pick exactly the episodes written first), su
 (``DELETE /v1/episodes/{id}``) and the other actor's all at once (``POST /v1/erasure``).
 
 After the server has stopped, no canary -- as UTF-8 bytes, in its JSON-escaped form, or as
-the tail an FTS index keeps of a prefix-compressed term -- may appear in any file or file
+the tail a prefix-compressing index (SQLite's own b-trees of text keys) keeps of it -- may appear in any file or file
 name under the data dir (gzip archive files decompressed), in any page of ``GET /v1/audit``,
 or in the server's log. The actor ids are canaries too, so erasure by actor leaves no trace
 of the actor id either. A control actor that is never erased keeps its canaries: the scan
@@ -67,8 +67,8 @@ class Canary:
         return self.value.rstrip("ñ")
 
     def needles(self) -> dict[str, bytes]:
-        """The forms to look for: UTF-8, JSON-escaped, and the tail of the ASCII core (FTS5 stores
-        a term as the suffix it does not share with the previous term of its page)."""
+        """The forms to look for: UTF-8, JSON-escaped, and the tail of the ASCII core (a
+        prefix-compressing index stores a key as the suffix it does not share with the one before)."""
         return {
             "utf-8": self.value.encode(),
             "json-escaped": json.dumps(self.value)[1:-1].encode(),

@@ -137,13 +137,13 @@ def test_given_a_data_dir_indexed_by_an_earlier_version_when_reopened_then_its_t
     )  # fmt: skip
     store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(ep, [0.0] * 384)]))
     with store.database.transaction() as conn:  # what an earlier version left: summary only, no marker
-        conn.execute("UPDATE episodes_search SET text = ?", (ep.summary,))
+        conn.execute("UPDATE episode_texts SET text = ?", (ep.summary,))
         conn.execute("DELETE FROM meta WHERE key = 'search_text_version'")
     store.close()
 
     reopened = SqliteStore(path)
     with reopened.database.reading() as conn:
-        [(text,)] = conn.execute("SELECT text FROM episodes_search").fetchall()
+        [(text,)] = conn.execute("SELECT text FROM episode_texts").fetchall()
         [(marker,)] = conn.execute("SELECT value FROM meta WHERE key = 'search_text_version'").fetchall()
     assert text == ep.search_text() and text.startswith("dana (November 2026): ")
     assert marker == INDEXED_TEXT_VERSION

@@ -1,6 +1,6 @@
-"""A data dir of an earlier schema is upgraded once, on open, atomically: schema 1 (full-text rows
-without their tenant) and recall answers as before; schema 3 (recall counts in the documents) and
-every episode keeps its count, now counted in its row's columns."""
+"""A data dir of an earlier schema is upgraded once, on open, atomically: schemas 1 and 4 (indexed
+texts in FTS5 tables) and recall answers as before from the plain table; schema 3 (recall counts in
+the documents) and every episode keeps its count, now counted in its row's columns."""
 
 import sqlite3
 from datetime import timedelta
@@ -8,29 +8,32 @@ from datetime import timedelta
 import pytest
 
 from episodic.adapters.sqlite import upgrade as sqlite_upgrade
-from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.adapters.sqlite.store import SCHEMA_VERSION, SqliteStore
 from episodic.application.ports import Changes, NewEpisode, Scope
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import prepare_data_dir
 from episodic.domain.model import AuditRecord
-from tests.support.schema_one import NOW, episode, schema_one
+from tests.support.schema_one import NOW, episode, schema_four, schema_one
 
 
-def test_given_a_schema_one_data_dir_when_opened_then_every_row_gets_its_tenant_and_recall_answers(tmp_path):
+@pytest.mark.parametrize("written", [schema_one, schema_four])
+def test_given_an_fts5_data_dir_when_opened_then_every_text_moves_to_the_plain_table_and_recall_answers(
+    tmp_path, written
+):
     path = tmp_path / "episodic.db"
-    before = schema_one(path)
+    before = written(path)
     store = SqliteStore(path)
     with store.database.reading() as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        rows = conn.execute("SELECT rowid, tenant, text FROM episodes_search").fetchall()
+        rows = conn.execute("SELECT rowid, text FROM episode_texts").fetchall()
         (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert "episodes_fts" not in tables and version == str(SCHEMA_VERSION) == "4"
-    assert {rowid: (tenant, text) for rowid, tenant, text in rows} == {
-        rowid: (tenant_token(tenant), text) for rowid, (tenant, text) in before.items()
-    }
+    assert not {t for t in tables if t.startswith(("episodes_fts", "episodes_search"))}  # shadow tables too
+    assert version == str(SCHEMA_VERSION) == "5"
+    assert dict(rows) == {rowid: text for rowid, (_, text) in before.items()}
     got = store.recall.candidates(Scope(tenant_id="acme", now=NOW), "invoice overdue", None, 100).items
     assert len(got) == 30 and all(c.lexical > 0 for c in got)
+    store.episodes.apply(Changes(tenant_id="acme", delete=["E0001"]))  # the erasure count's trigger is there
+    assert len(store.recall.candidates(Scope(tenant_id="acme", now=NOW), "invoice overdue", None, 100).items) == 29
     store.close()
     reopened = SqliteStore(path)  # nothing left to upgrade
     assert reopened.database.integrity_ok()
@@ -42,25 +45,22 @@ def test_given_an_upgrade_that_fails_part_way_then_the_old_table_is_whole_and_th
 ):
     path = tmp_path / "episodic.db"
     before = schema_one(path)
-    calls = iter(range(10**6))
 
-    def failing(tenant_id: str) -> str:
-        if next(calls) == 40:
-            raise RuntimeError("the process dies here")
-        return tenant_token(tenant_id)
+    def failing(conn: sqlite3.Connection, version: int) -> None:
+        raise RuntimeError("the process dies here")  # after the texts were copied and the old table dropped
 
-    monkeypatch.setattr(sqlite_upgrade, "tenant_token", failing)
-    with pytest.raises(sqlite3.OperationalError):  # SQLite reports the function's error
+    monkeypatch.setattr(sqlite_upgrade, "_set_version", failing)
+    with pytest.raises(RuntimeError):
         SqliteStore(path)
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT count(*) FROM episodes_fts").fetchone() == (len(before),)
-    assert conn.execute("SELECT count(*) FROM episodes_search").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM episode_texts").fetchone() == (0,)
     assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
     conn.close()
     monkeypatch.undo()
     store = SqliteStore(path)
     with store.database.reading() as conn:
-        assert conn.execute("SELECT count(*) FROM episodes_search").fetchone() == (len(before),)
+        assert conn.execute("SELECT count(*) FROM episode_texts").fetchone() == (len(before),)
     store.close()
 
 
@@ -127,5 +127,5 @@ def test_given_a_schema_three_data_dir_when_opened_then_the_recall_counts_move_t
         (doc,) = conn.execute(
             "SELECT json_extract(doc, '$.accessCount') FROM episodes WHERE event_id = 'E0002'"
         ).fetchone()
-    assert version == "4" and doc == 0  # a recall no longer rewrites the document
+    assert version == str(SCHEMA_VERSION) and doc == 0  # a recall no longer rewrites the document
     store.close()

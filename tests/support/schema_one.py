@@ -1,5 +1,6 @@
-"""A data dir as schema 1 left it (before 2026-12-02): full-text rows in ``episodes_fts``, text
-only, no tenant word. Built from this version's store and taken back, so the episodes themselves
+"""Data dirs as earlier schemas left them: schema 1 (before 2026-12-02), indexed texts in the FTS5
+table ``episodes_fts``; schema 4 (before 2026-12-06), in the FTS5 table ``episodes_search`` with
+each row's tenant word. Built from this version's store and taken back, so the episodes themselves
 are written exactly as they are today."""
 
 from __future__ import annotations
@@ -25,22 +26,43 @@ def episode(tenant: str, n: int, summary: str) -> Episode:
     )  # fmt: skip
 
 
-def schema_one(path: Path) -> dict[int, tuple[str, str]]:
-    """Write the two tenants' episodes into a schema-1 file at ``path``; each row's tenant and text."""
+def _written(path: Path) -> dict[int, tuple[str, str]]:
+    """The two tenants' episodes written at ``path`` by this version; each row's tenant and text."""
     store = SqliteStore(path)
     for tenant, words in TENANTS:
         puts = [NewEpisode(episode(tenant, n, f"{words} {n}"), None) for n in range(30)]
         store.episodes.apply(Changes(tenant_id=tenant, put=puts))
     store.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    rows = conn.execute(
-        "SELECT s.rowid, e.tenant_id, s.text FROM episodes_search s JOIN episodes e ON e.rowid = s.rowid"
-    )
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT s.rowid, e.tenant_id, s.text FROM episode_texts s JOIN episodes e ON e.rowid = s.rowid")
     before = {rowid: (tenant, text) for rowid, tenant, text in rows}
+    conn.close()
+    return before
+
+
+def schema_one(path: Path) -> dict[int, tuple[str, str]]:
+    """Write the two tenants' episodes into a schema-1 file at ``path``; each row's tenant and text."""
+    before = _written(path)
+    conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(
         "BEGIN; CREATE VIRTUAL TABLE episodes_fts USING fts5 (text, tokenize = 'porter unicode61');"
-        "INSERT INTO episodes_fts (rowid, text) SELECT rowid, text FROM episodes_search;"
-        "DROP TABLE episodes_search; UPDATE meta SET value = '1' WHERE key = 'schema_version'; COMMIT;"
+        "INSERT INTO episodes_fts (rowid, text) SELECT rowid, text FROM episode_texts;"
+        "DROP TABLE episode_texts; UPDATE meta SET value = '1' WHERE key = 'schema_version'; COMMIT;"
+    )
+    conn.close()
+    return before
+
+
+def schema_four(path: Path) -> dict[int, tuple[str, str]]:
+    """Write the two tenants' episodes into a schema-4 file at ``path``; each row's tenant and text."""
+    before = _written(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        "BEGIN; CREATE VIRTUAL TABLE episodes_search USING fts5 (tenant, text, tokenize = 'porter unicode61');"
+        "INSERT INTO episodes_search (rowid, tenant, text) SELECT s.rowid, 't' || e.tenant_id, s.text "
+        "FROM episode_texts s JOIN episodes e ON e.rowid = s.rowid;"
+        "DROP TABLE episode_texts; DROP TABLE tenant_erasures; DROP TRIGGER erasures_on_delete;"
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version'; COMMIT;"
     )
     conn.close()
     return before

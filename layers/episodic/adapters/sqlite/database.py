@@ -14,8 +14,9 @@ commit has reached the WAL on disk; a crash before that rolls the open transacti
 loses nothing that was acknowledged.
 
 Why erased text does not linger: every connection runs with ``secure_delete``, so freed
-pages are zeroed, and :meth:`Database.compact_after_erasure` optimises the FTS index and
-truncates the WAL after an erasure.
+pages are zeroed, and :meth:`Database.compact_after_erasure` truncates the WAL after an
+erasure. (No full-text engine keeps segments of its own: recall's words are counted in memory
+from the plain ``episode_texts`` table, :mod:`.word_index`.)
 
 The schema is created if missing: ``meta.schema_version`` records the format a file is in, and a
 file of an earlier format is upgraded once when it is opened (:mod:`.upgrade`).
@@ -36,7 +37,7 @@ from episodic.adapters.sqlite.group_commit import GroupCommit
 from episodic.adapters.sqlite.upgrade import upgrade
 from episodic.domain.errors import StorageError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,8 +111,8 @@ CREATE TABLE IF NOT EXISTS episode_refs (
     tenant_id TEXT NOT NULL, ref TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, ref, episode_rowid)
 ) WITHOUT ROWID;
--- Each episode's tenant (one word, fts_match.py) and text, under the episode's rowid.
-CREATE VIRTUAL TABLE IF NOT EXISTS episodes_search USING fts5 (tenant, text, tokenize = 'porter unicode61');
+-- Each episode's indexed text under the episode's rowid, read by recall's word index (word_index.py).
+CREATE TABLE IF NOT EXISTS episode_texts (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS reviews (
     review_id TEXT PRIMARY KEY,
     tenant_id TEXT NOT NULL,
@@ -271,11 +272,10 @@ class Database:
             self._writer.close()
 
     def compact_after_erasure(self) -> None:
-        """:class:`~episodic.application.ports.ErasureCompaction`: rewrite the FTS segments without
-        the deleted rows, then checkpoint and truncate the WAL (``secure_delete`` has zeroed the
-        freed pages already), so no erased byte lingers in the file or its journal."""
+        """:class:`~episodic.application.ports.ErasureCompaction`: checkpoint and truncate the WAL
+        (``secure_delete`` has zeroed the freed pages already), so no erased byte lingers in the
+        file or its journal."""
         with self._write_lock:
-            self._writer.execute("INSERT INTO episodes_search (episodes_search) VALUES ('optimize')")
             self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def integrity_ok(self) -> bool:

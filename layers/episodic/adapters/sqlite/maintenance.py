@@ -24,7 +24,7 @@ from episodic.domain.model import Episode, EventType, Status
 from episodic.domain.recall import languages
 
 INDEXED_TEXT_VERSION = f"{Episode.SEARCH_TEXT_VERSION}.{languages.INDEXED_VERSION}"
-"""The shape of what ``episodes_search`` holds for an episode: its search text's, then the
+"""The shape of what ``episode_texts`` holds for an episode: its search text's, then the
 stems' (:func:`~episodic.domain.recall.languages.indexed`); a store that holds another re-indexes."""
 
 
@@ -102,7 +102,7 @@ class Maintenance:
         ):
             texts = [(languages.indexed(Episode.model_validate_json(doc).search_text()), rowid) for rowid, doc in rows]
             with self.db.transaction() as conn:
-                conn.executemany("UPDATE episodes_search SET text = ? WHERE rowid = ?", texts)
+                conn.executemany("UPDATE episode_texts SET text = ? WHERE rowid = ?", texts)
             done, last = done + len(rows), rows[-1][0]
         with self.db.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('search_text_version', ?)", (wanted,))

@@ -2,8 +2,8 @@
 
 :class:`SqliteStore` is the :class:`~episodic.application.ports.TimelineStore` (episodes, reviews,
 idempotency keys, the append-only audit log, the kill-switch) and, through :attr:`SqliteStore.recall`,
-the :class:`~episodic.application.ports.RecallIndex` (FTS5 for BM25, embeddings stored with each
-episode and searched exactly with numpy over the scoped candidate set). It is composed of one
+the :class:`~episodic.application.ports.RecallIndex` (indexed texts and embeddings stored with each
+episode, searched in memory with numpy over the scope's rows: BM25 and cosine). It is composed of one
 part per port group, each in its own module, all over the one :class:`~.database.Database`
 (schema, writer connection and reader pool, the one transaction shape):
 
@@ -22,12 +22,11 @@ Tenant-facing reads of episodes filter through the one WHERE clause of :mod:`.sc
 Why it is durable: every change set is one ``BEGIN IMMEDIATE`` transaction (or a savepoint of a
 group commit) with ``synchronous=FULL``, so a write acknowledged to a caller has reached the WAL
 on disk; a crash mid-write rolls the open transaction back and loses nothing acknowledged.
-The recall index (FTS rows, tags, vectors) is written in the same transaction as the
+The recall index (indexed texts, tags, vectors) is written in the same transaction as the
 episode, so it can never drift from the timeline.
 
-Why erased text does not linger: ``secure_delete`` zeroes freed pages, the FTS index is
-optimised (its segments rewritten without deleted rows) and the WAL is checkpointed
-and truncated after every erasure.
+Why erased text does not linger: ``secure_delete`` zeroes freed pages, and the WAL is
+checkpointed and truncated after every erasure.
 """
 
 from __future__ import annotations

@@ -4,12 +4,13 @@ Each step runs in one transaction: a crash part-way leaves the file as it was an
 open starts that step again, and a second process opening the same data dir waits for the
 first (the connections' busy timeout) and then finds nothing left to do.
 
-Schema 1 kept each episode's full-text row in ``episodes_fts``, its text only; schema 2 keeps
-it in ``episodes_search`` with the tenant's word beside the text (:mod:`.fts_match`), so that a
-tenant's BM25 search can be limited to its own rows. The upgrade copies every row's indexed
-text, as it was stored, with its tenant's word, drops the old table (``secure_delete`` zeroes
-its pages) and records the new version, all in one transaction: a crash part-way leaves the old
-table whole.
+Schemas 1 to 4 kept each episode's indexed text in an FTS5 table (``episodes_fts``, then
+``episodes_search`` with a tenant word beside it); schema 5 keeps it in the plain table
+``episode_texts``, since recall counts the words in memory (:mod:`.word_index`) and no longer asks
+FTS5 to rank. The upgrade copies every row's indexed text, as it was stored, drops the old table
+(``secure_delete`` zeroes its pages) and records the new version, all in one transaction: a crash
+part-way leaves the old table whole. A schema-1 file moves its texts first, as schema 2 did, and
+then takes the other steps.
 
 Schema 4 counts recalls in two columns of ``episodes`` (``access_count``, ``last_accessed_at``)
 instead of rewriting each recalled episode's document (:func:`.writes.count_access`). The upgrade
@@ -30,7 +31,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.domain.chain import Head, linked
 from episodic.domain.model import AuditRecord
 
@@ -39,11 +39,14 @@ log = logging.getLogger(__name__)
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
     """Upgrade the file ``conn`` (the writer, outside any transaction) has open to ``version``."""
-    _search_table(conn, version)
+    _plain_texts(conn, version)
     if _version(conn) < 3 <= version:
         _chain_audit(conn, version)
     if _version(conn) < 4 <= version:
         _access_columns(conn, version)
+    if _version(conn) < 5 <= version:
+        with _step(conn):
+            _set_version(conn, 5)
 
 
 @contextmanager
@@ -68,24 +71,26 @@ def _version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def _search_table(conn: sqlite3.Connection, version: int) -> None:
-    """Schema 1 to 2: the full-text rows move to ``episodes_search``, with their tenant's word."""
-    if not _has_table(conn, "episodes_fts"):
+OLD_TEXT_TABLES = ("episodes_fts", "episodes_search")
+"""Where schema 1 and schemas 2-4 kept the indexed texts (FTS5 tables; the text column is ``text``)."""
+
+
+def _plain_texts(conn: sqlite3.Connection, version: int) -> None:
+    """Schemas 1-4 to 5: the indexed texts move from their FTS5 table to ``episode_texts``."""
+    if not any(_has_table(conn, name) for name in OLD_TEXT_TABLES):
         return
     started = time.monotonic()
     with _step(conn):
-        if _has_table(conn, "episodes_fts"):  # another process may have upgraded it meanwhile
-            (rows,) = conn.execute("SELECT count(*) FROM episodes_fts").fetchone()
-            log.warning("upgrading the full-text index of %d episodes to schema %d (once)", rows, version)
-            conn.create_function("episodic_tenant_token", 1, tenant_token, deterministic=True)
-            conn.execute("DELETE FROM episodes_search")
-            conn.execute(
-                "INSERT INTO episodes_search (rowid, tenant, text) SELECT f.rowid, "
-                "episodic_tenant_token(e.tenant_id), f.text FROM episodes_fts f JOIN episodes e ON e.rowid = f.rowid"
-            )
-            conn.execute("DROP TABLE episodes_fts")
-            _set_version(conn, min(version, 2))
-            log.warning("upgraded %d episodes' full-text rows in %.1f s", rows, time.monotonic() - started)
+        for name in OLD_TEXT_TABLES:
+            if _has_table(conn, name):  # another process may have upgraded it meanwhile
+                (rows,) = conn.execute(f"SELECT count(*) FROM {name}").fetchone()
+                log.warning("moving the indexed texts of %d episodes to schema %d (once)", rows, version)
+                conn.execute("DELETE FROM episode_texts")
+                conn.execute(f"INSERT INTO episode_texts (rowid, text) SELECT rowid, text FROM {name}")
+                conn.execute(f"DROP TABLE {name}")
+                if _version(conn) < 2:
+                    _set_version(conn, min(version, 2))
+                log.warning("moved %d episodes' indexed texts in %.1f s", rows, time.monotonic() - started)
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:

@@ -1,16 +1,18 @@
 """In-memory BM25 for the local store: each tenant's words, counted in this process.
 
-Why not FTS5's own ranking: FTS5 scores every text that holds any word of a query before it can
-hand over the best, one row lookup at a time, and then SQLite joins each to the scope: a ticket
-question matching 800 of a tenant's 2,000 texts took ~1.7 ms a search, two searches a widened
-recall, more than the rest of the recall's own work. Here a search is a few array operations over
-the posting lists of the query's words, restricted to the rowids the scope admits (the same
-:class:`~.scope_cache.ScopeCache` answer the search by meaning uses).
+Why not a full-text engine's ranking: SQLite's FTS5, which recall used before, scores every text
+that holds any word of a query before it can hand over the best, one row lookup at a time, and
+then SQLite joins each to the scope: a ticket question matching 800 of a tenant's 2,000 texts took
+~1.7 ms a search, two searches a widened recall, more than the rest of the recall's own work. Here
+a search is a few array operations over the posting lists of the query's words, restricted to the
+rowids the scope admits (the same :class:`~.scope_cache.ScopeCache` answer the search by meaning
+uses).
 
-What is counted: each episode's row of ``episodes_search`` (its search text, with the stems line
-of :func:`~episodic.domain.recall.languages.indexed`), read as :func:`terms` reads it: words
-lower-cased and without accents, words of three letters or more by their Porter stems, as FTS5's
-``porter unicode61`` tokenizer read them. A query's words are read the same way.
+What is counted: each episode's row of ``episode_texts`` (its search text, with the stems line
+of :func:`~episodic.domain.recall.languages.indexed`), written with the episode, read as
+:func:`terms` reads it: words lower-cased and without accents, words of three letters or more by
+their Porter stems, as FTS5's ``porter unicode61`` tokenizer read them before. A query's words are
+read the same way.
 
 The statistics are the tenant's own: the number of its texts, their mean length and how many of
 them hold each word. With FTS5 they were the whole table's, so one tenant's writes moved another
@@ -193,7 +195,7 @@ class WordIndex:
         # NOT INDEXED: walk the rowid range, not the tenant index (which would visit every row).
         rows = conn.execute(
             "SELECT e.rowid, e.event_id, s.text FROM episodes e NOT INDEXED "
-            "JOIN episodes_search s ON s.rowid = e.rowid WHERE e.rowid > ? AND e.tenant_id = ? ORDER BY e.rowid",
+            "JOIN episode_texts s ON s.rowid = e.rowid WHERE e.rowid > ? AND e.tenant_id = ? ORDER BY e.rowid",
             (words.watermark, tenant_id),
         ).fetchall()
         words.extend(rows)

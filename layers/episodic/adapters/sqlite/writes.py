@@ -2,7 +2,7 @@
 (:meth:`~episodic.adapters.sqlite.episodes.Episodes.apply_many` gives each set a savepoint of a
 group commit).
 
-Why the recall index cannot drift: an episode's FTS row, tags, source references and vector
+Why the recall index cannot drift: an episode's indexed text, tags, source references and vector
 are written and deleted in the same transaction as the episode row itself.
 """
 
@@ -16,7 +16,6 @@ from datetime import datetime
 from episodic.adapters.codec import pack_vector
 from episodic.adapters.sqlite.audit_chain import append_audit
 from episodic.adapters.sqlite.database import micros
-from episodic.adapters.sqlite.fts_match import tenant_token
 from episodic.adapters.sqlite.governance import close_review, insert_review
 from episodic.application.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
 from episodic.domain.errors import ConflictError
@@ -40,7 +39,7 @@ NEXT_ROWID = (
 
 
 def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None) -> None:
-    """The episode row with its vector, plus its tags, source references and FTS text."""
+    """The episode row with its vector, plus its tags, source references and indexed text."""
     expires = episode.retention.expires_at
     cur = conn.execute(
         "INSERT INTO episodes (rowid, tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
@@ -72,10 +71,7 @@ def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | 
         "INSERT OR IGNORE INTO episode_refs (tenant_id, ref, episode_rowid) VALUES (?,?,?)",
         [(episode.tenant_id, ref, rowid) for ref in episode.source_refs],
     )
-    conn.execute(
-        "INSERT INTO episodes_search (rowid, tenant, text) VALUES (?, ?, ?)",
-        (rowid, tenant_token(episode.tenant_id), indexed(episode.search_text())),
-    )
+    conn.execute("INSERT INTO episode_texts (rowid, text) VALUES (?, ?)", (rowid, indexed(episode.search_text())))
 
 
 def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int | None:
@@ -84,7 +80,7 @@ def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int 
     if row is None:
         return None
     rowid = row[0]
-    conn.execute("DELETE FROM episodes_search WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM episode_texts WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM episode_tags WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episode_refs WHERE tenant_id = ? AND episode_rowid = ?", (tenant, rowid))
     conn.execute("DELETE FROM episodes WHERE rowid = ?", (rowid,))
