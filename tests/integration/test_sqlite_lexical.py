@@ -2,6 +2,7 @@
 from its definition, kept up with writes and erasures of any process."""
 
 import math
+import sqlite3
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,6 +23,25 @@ def episode(n: int, actor: str, tenant: str = "acme") -> Episode:
          "occurredAt": NOW.replace(day=1 + n % 20), "recordedAt": NOW, "policyVersion": "v",
          "summary": f"job {n}: {words}", "sourceRefs": ["t:1"], "sourceTrust": "tool_result"}
     )  # fmt: skip
+
+
+def test_given_texts_then_their_words_are_read_as_sqlites_porter_tokenizer_reads_them():
+    """What the store's full-text engine counted before, word for word: the statistics and scores
+    recall was tuned with stay what they were."""
+    texts = [
+        "Ticket #4471: ship_to address changed; priority_repair set by Dana (café Zürich)",
+        "Running the rollback now -- deploys were failing at 03:12, see INV-2024-001.",
+        "Los sábados trabajo en la panadería de mi tío\ntrabaj panaderi",
+        "He's been cycling to work; the e-mail said it's fine",
+    ]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5 (text, tokenize = 'porter unicode61')")
+    db.executemany("INSERT INTO f (rowid, text) VALUES (?, ?)", list(enumerate(texts, 1)))
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab (f, instance)")
+    read = {n: [] for n in range(1, len(texts) + 1)}
+    for term, doc in db.execute("SELECT term, doc FROM v ORDER BY doc, offset"):
+        read[doc].append(term)
+    assert [terms(t) for t in texts] == [read[n] for n in range(1, len(texts) + 1)]
 
 
 def reference_bm25(texts: dict[str, str], query: list[str]) -> dict[str, float]:

@@ -58,7 +58,7 @@ _STEMMERS = threading.local()
 
 def terms(text: str) -> list[str]:
     """The words of ``text`` as the index counts them, in order, repeats included."""
-    words = [unaccented(w) for w in linear.words(text.lower())]
+    words = [unaccented(w) for w in linear.words(text.lower().replace("_", " "))]  # "ship_to": two words
     stemmer = _STEMMERS.__dict__.get("porter")
     if stemmer is None:
         stemmer = _STEMMERS.__dict__["porter"] = Stemmer.Stemmer("porter")
