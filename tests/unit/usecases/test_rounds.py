@@ -156,6 +156,14 @@ def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_the
     assert vector == pytest.approx([x / norm for x in total], abs=1e-9)
 
 
+def test_given_many_names_when_embedded_then_only_the_first_two_are_passed_to_the_model(embedder):
+    """Each name the model has not seen is one more text of a pass; the rest are searched by words."""
+    recording = RecordingEmbedderDouble(embedder)
+    names = ["Kirsty", "Porto", "Velorasa", "Kalomiten"]
+    assert names_vector(recording, names).value() == pytest.approx(names_vector(embedder, names[:2]).value(), abs=1e-6)
+    assert [text for kind, text in recording.events if kind == "start"] == ["Kirsty", "Porto"]
+
+
 def test_given_the_names_embedding_failing_when_recalling_then_the_second_round_goes_by_words_and_says_so(deps, dana):
     embedder = RecordingEmbedderDouble(deps.embedder, failing=frozenset({"Kirsty"}))
     answer = Reads(replace(deps, embedder=embedder)).recall(AGENT, RecallRequest(query=QUESTION))
