@@ -133,7 +133,7 @@ def test_given_a_schema_one_data_dir_when_served_by_two_workers_then_it_is_upgra
         server.send_signal(signal.SIGTERM)
         _, log = server.communicate(timeout=60)
     assert found == [30] * 8
-    assert log.count("upgrading the full-text index of 60 episodes") == 1, log
+    assert log.count("moving the indexed texts of 60 episodes") == 1, log
 
 
 def test_given_no_workers_option_when_served_then_there_is_a_worker_per_core(tmp_path):

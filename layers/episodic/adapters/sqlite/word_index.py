@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 import Stemmer
 
-from episodic.adapters.vectors.index import present
 from episodic.domain import linear
 from episodic.domain.recall.languages import unaccented
 
@@ -122,8 +121,8 @@ class TenantWords:
             held.append(positions)
             scores.append(weight * counts * (K1 + 1.0) / (counts + norm))
         total = np.bincount(np.concatenate(held), weights=np.concatenate(scores), minlength=texts)
-        admitted = present(self._rowids[:texts], np.sort(scope_rowids))
-        found = admitted[total[admitted] > 0]
+        found = np.flatnonzero(total)  # the scope checked on the matches only, by a table of rowids:
+        found = found[np.isin(self._rowids[found], scope_rowids, kind="table")]  # linear in both
         if len(found) > k:
             found = found[np.argpartition(-total[found], k - 1)[:k]]
         found = found[np.argsort(-total[found], kind="stable")]
