@@ -112,7 +112,7 @@ POLICY_REST = "everything else (validation, provenance, the verdict)"
 
 RECALL_STAGES = {
     "waiting for the model (the query and the names)": ("embedder.py", "_collect"),
-    "BM25 (FTS5), both rounds": ("recall.py", "_words"),
+    "BM25 (in-memory word index), both rounds": ("recall.py", "_words"),
     "vector search with its scope, both rounds": ("recall.py", "_semantic"),
     "loading the candidates' episodes": ("rounds.py", "admitted"),
     "ranking and explaining": ("ranking.py", "rank"),
