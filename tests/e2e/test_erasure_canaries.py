@@ -12,9 +12,9 @@ with a threshold and idle time that pick exactly the episodes written first), su
 ``expiresAt``, swept by the server). Then one actor's episodes are erased one by one
 (``DELETE /v1/episodes/{id}``) and the other actor's all at once (``POST /v1/erasure``).
 
-After the server has stopped, no canary -- as UTF-8 bytes, in its JSON-escaped form, or as
-the tail a prefix-compressing index (SQLite's own b-trees of text keys) keeps of it -- may appear in any file or file
-name under the data dir (gzip archive files decompressed), in any page of ``GET /v1/audit``,
+After the server has stopped, no canary -- as UTF-8 bytes, in its JSON-escaped form, or as the
+last seven characters of its ASCII core (what a prefix-compressing index would keep) -- may appear
+in any file or file name under the data dir (gzip archive files decompressed), in any page of ``GET /v1/audit``,
 or in the server's log. The actor ids are canaries too, so erasure by actor leaves no trace
 of the actor id either. A control actor that is never erased keeps its canaries: the scan
 finds them (and found the erased ones before erasure), so a clean scan means something.
@@ -67,8 +67,8 @@ class Canary:
         return self.value.rstrip("ñ")
 
     def needles(self) -> dict[str, bytes]:
-        """The forms to look for: UTF-8, JSON-escaped, and the tail of the ASCII core (a
-        prefix-compressing index stores a key as the suffix it does not share with the one before)."""
+        """The forms to look for: UTF-8, JSON-escaped, and the tail of the ASCII core (what an index
+        that stores a key as the suffix it does not share with the one before would hold)."""
         return {
             "utf-8": self.value.encode(),
             "json-escaped": json.dumps(self.value)[1:-1].encode(),

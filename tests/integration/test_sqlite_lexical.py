@@ -136,7 +136,8 @@ def test_given_two_tenants_then_each_is_scored_on_its_own_texts_and_never_finds_
 
 def test_given_writes_and_erasures_through_another_process_then_the_next_search_sees_them(tmp_path):
     """Another ``--workers`` process's store on the same file: its writes show up by the rowid
-    watermark, its erasures drop the words held here (no word of an erased text stays in memory)."""
+    watermark, its erasures take the erased texts' words out of this process's memory and
+    statistics at its next search, without reading the tenant's other texts again."""
     path = tmp_path / "db.sqlite"
     store, other = SqliteStore(path), SqliteStore(path)
     _put(store, [episode(n, "a0") for n in range(30)])
@@ -148,7 +149,8 @@ def test_given_writes_and_erasures_through_another_process_then_the_next_search_
     assert "zeppelin" in held.positions
     other.episodes.apply(Changes(tenant_id="acme", delete=["acme-00100"]))
     assert _found(store, scope, "zeppelin") == {}
-    assert "zeppelin" not in store.word_index._tenants["acme"].positions
+    assert store.word_index._tenants["acme"] is held and held.live == 30  # removed, not read again
+    assert "zeppelin" not in held.positions and "zeppelin" not in held._ids and "zeppelin" not in held._words
     remaining = {f"acme-{n:05d}": episode(n, "a0").search_text() for n in range(30)}
     assert _close(_found(store, scope, "gateway"), reference_bm25(remaining, terms("gateway")))
     other.close()
@@ -158,12 +160,46 @@ def test_given_writes_and_erasures_through_another_process_then_the_next_search_
 def test_given_an_erasure_in_this_process_then_its_words_leave_memory_at_once(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
     _put(store, [episode(n, "a0") for n in range(10)])
-    _put(store, [episode(50, "a0").model_copy(update={"summary": "the quokka file"})])
+    _put(store, [episode(50, "a0").model_copy(update={"summary": "the quokka file about the gateway"})])
     scope = Scope(tenant_id="acme", now=NOW)
     assert list(_found(store, scope, "quokka")) == ["acme-00050"]
+    held = store.word_index._tenants["acme"]
     store.episodes.apply(Changes(tenant_id="acme", delete=["acme-00050"]))
-    assert "acme" not in store.word_index._tenants  # dropped before any search
-    assert _found(store, scope, "quokka") == {}
+    assert "quokka" not in held.positions and "quokka" not in held._words  # before any search
+    erased_from = int(held._starts[10])  # the eleventh text's words, last in the list
+    assert set(held._held[erased_from:]) == {-1} and -1 not in held._held[:erased_from]
+    assert "acme-00050" not in held.event_ids and held.live == 10
+    remaining = {f"acme-{n:05d}": episode(n, "a0").search_text() for n in range(10)}
+    assert _close(_found(store, scope, "gateway"), reference_bm25(remaining, terms("gateway")))
+    store.close()
+
+
+class _WriteAfterNewest:
+    """Test double of a reader connection: another store writes right after the newest rowid was
+    read, before the rows are (two statements, two snapshots)."""
+
+    def __init__(self, conn: sqlite3.Connection, write) -> None:
+        self.conn, self.write, self.done = conn, write, False
+
+    def execute(self, sql: str, params=()):
+        cursor = self.conn.execute(sql, params)
+        if "max(rowid)" in sql and not self.done:
+            self.done = True
+            self.write()
+        return cursor
+
+
+def test_given_a_write_between_the_newest_rowid_and_the_rows_then_no_text_is_counted_twice(tmp_path):
+    path = tmp_path / "db.sqlite"
+    store, other = SqliteStore(path), SqliteStore(path)
+    _put(store, [episode(n, "a0") for n in range(5)])
+    late = episode(7, "a0").model_copy(update={"summary": "the wombat report"})
+    with store.database.reading() as conn:
+        store.word_index.search(_WriteAfterNewest(conn, lambda: _put(other, [late])), "acme", ["wombat"], [1], 5)
+    found = _found(store, Scope(tenant_id="acme", now=NOW), "wombat")
+    held = store.word_index._tenants["acme"]
+    assert list(found) == ["acme-00007"] and held.live == 6 and len(held.positions["wombat"]) == 1
+    other.close()
     store.close()
 
 

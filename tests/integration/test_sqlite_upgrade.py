@@ -129,3 +129,37 @@ def test_given_a_schema_three_data_dir_when_opened_then_the_recall_counts_move_t
         ).fetchone()
     assert version == str(SCHEMA_VERSION) and doc == 0  # a recall no longer rewrites the document
     store.close()
+
+
+def test_given_a_data_dir_of_a_later_schema_when_opened_then_it_is_refused_and_left_as_it_was(tmp_path):
+    from episodic.domain.errors import StorageError
+
+    path = tmp_path / "episodic.db"
+    SqliteStore(path).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    conn.close()
+    with pytest.raises(StorageError, match="later version"):
+        SqliteStore(path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION + 1),)
+    conn.close()
+
+
+def test_given_old_texts_of_deleted_episodes_when_upgraded_then_none_of_them_is_kept(tmp_path):
+    """What an older version left behind (a text whose episode it deleted, or a text in the new
+    table it never wrote to) does not survive the move."""
+    path = tmp_path / "episodic.db"
+    before = schema_four(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        "BEGIN; INSERT INTO episodes_search (rowid, tenant, text) VALUES (9999, 'tacme', 'the erased quokka');"
+        "CREATE TABLE episode_texts (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);"
+        "INSERT INTO episode_texts (rowid, text) VALUES (9998, 'a stale quokka'); COMMIT;"
+    )
+    conn.close()
+    store = SqliteStore(path)
+    with store.database.reading() as conn:
+        rows = dict(conn.execute("SELECT rowid, text FROM episode_texts").fetchall())
+    assert rows == {rowid: text for rowid, (_, text) in before.items()}
+    store.close()

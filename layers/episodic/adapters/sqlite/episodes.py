@@ -61,7 +61,7 @@ class Episodes:
             for changes, rowids, error in zip(change_sets, erased, errors, strict=True):
                 if error is None and rowids:
                     self.vectors.forget(changes.tenant_id, rowids)
-                    self.words.forget(changes.tenant_id)
+                    self.words.forget(changes.tenant_id, rowids)
         for error in errors:
             if error is not None and not isinstance(error, ConflictError):
                 raise error

@@ -103,7 +103,7 @@ class RecallReads:
     def _words(self, conn: sqlite3.Connection, scope: Scope, text: str, pool_size: int) -> dict[str, float]:
         """``{event_id: BM25}`` of the best ``pool_size`` texts of the scope for the words of ``text``
         (:mod:`.word_index`)."""
-        query = terms(" ".join(lexical_terms(searched(text))[:QUERY_WORDS]))
+        query = list(dict.fromkeys(terms(" ".join(lexical_terms(searched(text))[:QUERY_WORDS]))))[:QUERY_WORDS]
         if not query:
             return {}
         found = self.words.search(conn, scope.tenant_id, query, self.scopes.rowids(conn, scope), pool_size)

@@ -32,13 +32,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from episodic.domain.chain import Head, linked
+from episodic.domain.errors import StorageError
 from episodic.domain.model import AuditRecord
 
 log = logging.getLogger(__name__)
 
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
-    """Upgrade the file ``conn`` (the writer, outside any transaction) has open to ``version``."""
+    """Upgrade the file ``conn`` (the writer, outside any transaction) has open to ``version``;
+    :class:`StorageError` for a file a later version wrote (this version would misread it)."""
+    if _version(conn) > version:
+        raise StorageError(
+            f"this data dir was written by a later version of the service (schema {_version(conn)}; this "
+            f"version reads schema {version} and earlier): run that version, or restore a backup"
+        )
     _plain_texts(conn, version)
     if _version(conn) < 3 <= version:
         _chain_audit(conn, version)
@@ -85,8 +92,11 @@ def _plain_texts(conn: sqlite3.Connection, version: int) -> None:
             if _has_table(conn, name):  # another process may have upgraded it meanwhile
                 (rows,) = conn.execute(f"SELECT count(*) FROM {name}").fetchone()
                 log.warning("moving the indexed texts of %d episodes to schema %d (once)", rows, version)
-                conn.execute("DELETE FROM episode_texts")
-                conn.execute(f"INSERT INTO episode_texts (rowid, text) SELECT rowid, text FROM {name}")
+                conn.execute(  # an episode's text as the old table held it; none of a deleted episode
+                    f"INSERT OR REPLACE INTO episode_texts (rowid, text) SELECT s.rowid, s.text FROM {name} s "
+                    "JOIN episodes e ON e.rowid = s.rowid"
+                )
+                conn.execute("DELETE FROM episode_texts WHERE rowid NOT IN (SELECT rowid FROM episodes)")
                 conn.execute(f"DROP TABLE {name}")
                 if _version(conn) < 2:
                     _set_version(conn, min(version, 2))

@@ -21,12 +21,14 @@ left out of a query that has any other word (:meth:`TenantWords.best`).
 
 Keeping up with the database: like the vectors (:mod:`episodic.adapters.vectors.index`), a
 tenant's words follow the table by a rowid watermark, so writes of any process show up at the
-next search; texts never change under a rowid (a correction is a new episode). An erasure in
-this process drops the tenant's words here; one in another process moves the tenant's count in
-``tenant_erasures`` (a trigger on every delete), which the next search reads before anything
-else, and a moved count drops them too. Either way the tenant's words are read again from the
-database at its next search, so no word of an erased text stays in memory, nor in the
-statistics.
+next search; texts never change under a rowid (a correction is a new episode). A deleted text
+(erasure, expiry, rejection) leaves at once in the process that deleted it
+(:meth:`WordIndex.forget`); every delete also moves the tenant's count in ``tenant_erasures`` (a
+trigger), which each search reads before anything else: when it moved, the search first reads the
+tenant's rowids and removes the texts no longer there. Removing a text takes its words out of
+every posting list that held it, and a word no text holds any more out of the vocabulary, so
+neither the statistics nor the memory keep anything of it (another process's, by its next search
+of that tenant).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 import numpy as np
 import Stemmer
 
+from episodic.adapters.vectors.index import present
 from episodic.domain import linear
 from episodic.domain.recall.languages import unaccented
 
@@ -49,6 +52,9 @@ B = 0.75
 """BM25's term-frequency saturation and length normalisation: FTS5's and Lucene's defaults."""
 NO_WEIGHT = 1e-6
 """The weight of a word held by half of the texts or more (FTS5's floor for such a word)."""
+READ_AT_ONCE = 10_000
+"""Texts read from SQLite per step when a tenant's words are first read (a large tenant's texts
+are never all in Python at once)."""
 STEMMED_FROM = 3
 """Words shorter than this are counted as written (FTS5's Porter tokenizer leaves them too)."""
 
@@ -67,32 +73,45 @@ def terms(text: str) -> list[str]:
 
 class TenantWords:
     """One tenant's texts as posting lists: for each word, the positions of the texts holding it
-    and how often each does; for each position, its rowid, event id and length."""
+    and how often each does; for each position, its rowid, event id, length and the words it holds
+    (to take them out of their lists when the text is removed)."""
 
-    def __init__(self, erasures: int) -> None:
-        self.erasures = erasures
-        """The tenant's ``tenant_erasures`` count when its rows were first read."""
+    def __init__(self) -> None:
+        self.erasures = -1
+        """The tenant's ``tenant_erasures`` count its texts agree with (-1: not read yet)."""
         self.watermark = 0
         self.count = 0
-        self._rowids = np.empty(1024, dtype=np.int64)
-        self._lengths = np.empty(1024, dtype=np.int32)
-        self.event_ids: list[str] = []
+        """Positions used, removed texts' included (a position is never reused)."""
+        self.live = 0
         self.total_length = 0
+        self.event_ids: list[str] = []
         self.positions: dict[str, array[int]] = {}
         self.counts: dict[str, array[int]] = {}
         self.lock = threading.Lock()
-        """Held while this tenant's words are read from SQLite or searched."""
+        """Held while this tenant's words are read from SQLite, searched or removed."""
+        self._rowids = np.empty(1024, dtype=np.int64)
+        self._lengths = np.empty(1024, dtype=np.int32)
+        self._gone = np.zeros(1024, dtype=bool)
+        self._starts = np.empty(1024, dtype=np.int64)
+        """Where each position's words begin in :attr:`_held`."""
+        self._held = array("i")
+        """The ids of each text's distinct words, text after text (-1 once the text is removed)."""
+        self._ids: dict[str, int] = {}
+        self._words: list[str] = []
 
     def extend(self, rows: Sequence[tuple[int, str, str]]) -> None:
         """Add ``(rowid, event_id, text)`` rows, rowids ascending and above every row held."""
         needed = self.count + len(rows)
         if needed > len(self._rowids):
             capacity = max(needed, 2 * len(self._rowids))
-            self._rowids, self._lengths = np.resize(self._rowids, capacity), np.resize(self._lengths, capacity)
+            grown = [np.resize(a, capacity) for a in (self._rowids, self._lengths, self._gone, self._starts)]
+            self._rowids, self._lengths, self._gone, self._starts = grown
+            self._gone[self.count :] = False
         for position, (rowid, event_id, text) in enumerate(rows, start=self.count):
             counted = Counter(terms(text))
             length = sum(counted.values())
             self._rowids[position], self._lengths[position] = rowid, length
+            self._starts[position] = len(self._held)
             self.event_ids.append(event_id)
             self.total_length += length
             for word, count in counted.items():
@@ -100,19 +119,53 @@ class TenantWords:
                 if held is None:
                     held = self.positions[word] = array("i")
                     self.counts[word] = array("i")
+                    self._ids[word] = len(self._words)
+                    self._words.append(word)
                 held.append(position)
                 self.counts[word].append(count)
-        self.count = needed
+                self._held.append(self._ids[word])
+        self.count, self.live = needed, self.live + len(rows)
+
+    def rowids(self) -> np.ndarray:
+        """The rowids of the texts held (ascending)."""
+        return self._rowids[: self.count][~self._gone[: self.count]]
+
+    def remove(self, rowids: np.ndarray) -> None:
+        """Take the texts of ``rowids`` out (those held): out of the statistics, of every posting
+        list that held them, and words no text holds any more out of the vocabulary."""
+        found = present(self._rowids[: self.count], np.sort(np.asarray(rowids, dtype=np.int64)))
+        found = found[~self._gone[found]]
+        if not len(found):
+            return
+        self._gone[found] = True
+        self.live -= len(found)
+        self.total_length -= int(self._lengths[found].sum())
+        touched: set[int] = set()
+        for position in found.tolist():
+            start = int(self._starts[position])
+            end = int(self._starts[position + 1]) if position + 1 < self.count else len(self._held)
+            touched.update(self._held[start:end])
+            self._held[start:end] = array("i", [-1] * (end - start))
+            self.event_ids[position] = ""
+        for word_id in touched:
+            word = self._words[word_id]
+            positions = np.array(self.positions[word], dtype=np.int32)
+            kept = ~self._gone[positions]
+            if kept.any():
+                self.positions[word] = array("i", positions[kept].tolist())
+                self.counts[word] = array("i", np.array(self.counts[word], dtype=np.int32)[kept].tolist())
+            else:
+                del self.positions[word], self.counts[word], self._ids[word]
+                self._words[word_id] = ""
 
     def best(self, query: Sequence[str], scope_rowids: np.ndarray, k: int) -> list[tuple[str, float]]:
         """``(event_id, BM25)`` of the best ``k`` texts among ``scope_rowids`` holding any word of
         ``query`` (as :func:`terms` gives them), best first."""
-        texts = self.count
-        weighted = self._weights(query, texts)
+        weighted = self._weights(query)
         if not weighted or not len(scope_rowids):
             return []
-        lengths = self._lengths[:texts]
-        mean_length = self.total_length / texts
+        lengths = self._lengths[: self.count]
+        mean_length = self.total_length / self.live
         held, scores = [], []
         for word, weight in weighted:
             positions = np.array(self.positions[word], dtype=np.int32)  # copies: the lists may grow
@@ -120,7 +173,7 @@ class TenantWords:
             norm = K1 * (1.0 - B + B * lengths[positions] / mean_length)
             held.append(positions)
             scores.append(weight * counts * (K1 + 1.0) / (counts + norm))
-        total = np.bincount(np.concatenate(held), weights=np.concatenate(scores), minlength=texts)
+        total = np.bincount(np.concatenate(held), weights=np.concatenate(scores), minlength=self.count)
         found = np.flatnonzero(total)  # the scope checked on the matches only, by a table of rowids:
         found = found[np.isin(self._rowids[found], scope_rowids, kind="table")]  # linear in both
         if len(found) > k:
@@ -128,7 +181,7 @@ class TenantWords:
         found = found[np.argsort(-total[found], kind="stable")]
         return [(self.event_ids[p], float(total[p])) for p in found.tolist()]
 
-    def _weights(self, query: Sequence[str], texts: int) -> list[tuple[str, float]]:
+    def _weights(self, query: Sequence[str]) -> list[tuple[str, float]]:
         """The IDF of each of ``query``'s words the tenant holds; those with no weight only
         when no word has one (then they rank among themselves, and a recall without a model
         still finds something)."""
@@ -136,7 +189,7 @@ class TenantWords:
         for word in dict.fromkeys(query):
             held = self.positions.get(word)
             if held is not None:
-                weights.append((word, math.log((texts - len(held) + 0.5) / (len(held) + 0.5))))
+                weights.append((word, math.log((self.live - len(held) + 0.5) / (len(held) + 0.5))))
         weighty = [(word, weight) for word, weight in weights if weight > 0]
         return weighty or [(word, NO_WEIGHT) for word, _ in weights]
 
@@ -153,52 +206,65 @@ class WordIndex:
         self, conn: Any, tenant_id: str, query: Sequence[str], scope_rowids: np.ndarray, k: int
     ) -> list[tuple[str, float]]:
         """:meth:`TenantWords.best` over the tenant's words as the database holds them now."""
-        words = self._tenant(tenant_id, _erasures(conn, tenant_id))
+        erasures = _erasures(conn, tenant_id)  # before the rows: a delete after it is seen next time
+        words = self._tenant(tenant_id)
         with words.lock:
-            self._sync(conn, tenant_id, words)
+            self._catch_up(conn, tenant_id, words, erasures)
             return words.best(query, scope_rowids, k)
 
     def load(self, conn: Any, tenant_id: str) -> int:
         """Read the tenant's words now, as its first search would (``episodic serve`` does so for
         large tenants at start: ~10 us a text); returns how many texts it holds."""
-        words = self._tenant(tenant_id, _erasures(conn, tenant_id))
+        erasures = _erasures(conn, tenant_id)
+        words = self._tenant(tenant_id)
         with words.lock:
-            self._sync(conn, tenant_id, words)
-            return words.count
+            self._catch_up(conn, tenant_id, words, erasures)
+            return words.live
 
-    def forget(self, tenant_id: str) -> None:
-        """Drop the tenant's words (some of its texts were erased): its next search reads them again."""
+    def forget(self, tenant_id: str, rowids: Sequence[int]) -> None:
+        """Erased rows of ``tenant_id``: their words leave this process now."""
         with self._lock:
-            self._tenants.pop(tenant_id, None)
+            words = self._tenants.get(tenant_id)
+        if words is not None:
+            with words.lock:
+                words.remove(np.asarray(rowids, dtype=np.int64))
 
     def invalidate(self) -> None:
         """Drop every tenant's words (texts were rewritten in place)."""
         with self._lock:
             self._tenants.clear()
 
-    def _tenant(self, tenant_id: str, erasures: int) -> TenantWords:
-        """The tenant's words, read afresh when texts were erased since they were read (the count
-        is read before the rows, so rows read after an erasure are never taken for older ones)."""
+    def _tenant(self, tenant_id: str) -> TenantWords:
         with self._lock:
             words = self._tenants.get(tenant_id)
-            if words is None or words.erasures != erasures:
-                words = self._tenants[tenant_id] = TenantWords(erasures)
+            if words is None:
+                words = self._tenants[tenant_id] = TenantWords()
             return words
 
     @staticmethod
-    def _sync(conn: Any, tenant_id: str, words: TenantWords) -> None:
-        """Texts written since the last look, added (the caller holds ``words.lock``)."""
+    def _catch_up(conn: Any, tenant_id: str, words: TenantWords, erasures: int) -> None:
+        """Remove the texts deleted and add those written since the last look (the caller holds
+        ``words.lock``)."""
+        if erasures != words.erasures:
+            if words.live:
+                joined = conn.execute("SELECT group_concat(rowid) FROM episodes WHERE tenant_id = ?", (tenant_id,))
+                (live,) = joined.fetchone()
+                there = np.fromstring(live, dtype=np.int64, sep=",") if live else np.empty(0, dtype=np.int64)
+                words.remove(np.setdiff1d(words.rowids(), there))
+            words.erasures = erasures
         newest = conn.execute("SELECT max(rowid) FROM episodes").fetchone()[0] or 0
         if newest <= words.watermark:
             return
-        # NOT INDEXED: walk the rowid range, not the tenant index (which would visit every row).
+        # Past the first read, NOT INDEXED: walk the rowid range, not the tenant index (every row).
+        walk = "NOT INDEXED" if words.watermark else ""
         rows = conn.execute(
-            "SELECT e.rowid, e.event_id, s.text FROM episodes e NOT INDEXED "
-            "JOIN episode_texts s ON s.rowid = e.rowid WHERE e.rowid > ? AND e.tenant_id = ? ORDER BY e.rowid",
-            (words.watermark, tenant_id),
-        ).fetchall()
-        words.extend(rows)
-        words.watermark = max(words.watermark, newest)
+            f"SELECT e.rowid, e.event_id, s.text FROM episodes e {walk} JOIN episode_texts s ON s.rowid = e.rowid "
+            "WHERE e.tenant_id = ? AND e.rowid > ? AND e.rowid <= ? ORDER BY e.rowid",
+            (tenant_id, words.watermark, newest),
+        )
+        while chunk := rows.fetchmany(READ_AT_ONCE):
+            words.extend(chunk)
+        words.watermark = newest
 
 
 def _erasures(conn: Any, tenant_id: str) -> int:

@@ -1,6 +1,6 @@
 """The words a text is searched by, in the languages recall knows beyond English (Spanish).
 
-The full-text index stems with Porter's English rules, which leave a Spanish word's endings
+The word index stems with Porter's English rules, which leave a Spanish word's endings
 alone: "trabajo", "trabajando" and "trabajé" are three unrelated words to it, and a question's
 "qué" or "cuándo" weighs as much as a name. So a text with Spanish function words (and no more
 English ones) is indexed with one more line: the Snowball stems of its words, read without their
@@ -138,7 +138,7 @@ def unaccented(word: str) -> str:
 
 
 def indexed(text: str) -> str:
-    """What the full-text index holds for ``text``: the text, and for a text in one of
+    """What the word index reads for ``text``: the text, and for a text in one of
     :data:`LANGUAGES` a last line of the stems that differ from their words, once each."""
     language = language_of(text, enough=1)
     if language is None:
@@ -149,7 +149,7 @@ def indexed(text: str) -> str:
 
 
 def searched(query: str) -> str:
-    """What the full-text search looks for when asked ``query``: the query itself, or for a query
+    """What the search by words looks for when asked ``query``: the query itself, or for a query
     in one of :data:`LANGUAGES` its names as written and the stems of its other words that name
     something, in order."""
     language = language_of(query)
