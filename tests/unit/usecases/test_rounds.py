@@ -59,10 +59,11 @@ class CountingApartIndexDouble:
     searches_apart = True
 
     def __init__(self, real) -> None:
-        self.real, self.by_meaning_calls = real, []
+        self.real, self.by_meaning_calls, self.pools = real, [], []
 
-    def candidates(self, *args, **kwargs):
-        return self.real.candidates(*args, **kwargs)
+    def candidates(self, scope, query, vector, pool_size, embedder=None):
+        self.pools.append((query is not None and vector is None, pool_size))
+        return self.real.candidates(scope, query, vector, pool_size, embedder)
 
     def by_meaning(self, scope, vectors, pool_size, embedder=None):
         self.by_meaning_calls.append(len(vectors))
@@ -144,6 +145,18 @@ def test_given_the_names_still_embedding_when_the_question_is_ready_then_its_mea
         AGENT, RecallRequest(query=QUESTION)
     )
     assert [i.episode.event_id for i in answer.items] == [i.episode.event_id for i in together.items]
+
+
+def test_given_a_recall_then_its_search_by_words_keeps_half_the_pool_and_at_least_the_limit(deps, dana):
+    counting = CountingApartIndexDouble(deps.index)
+    reads = Reads(replace(deps, index=counting))
+    reads.recall(AGENT, RecallRequest(query=QUESTION))
+    pool = deps.settings.recall_pool_size
+    assert counting.pools and set(counting.pools) == {(True, pool // 2)}  # both rounds' words
+    counting.pools.clear()
+    small = Reads(replace(deps, index=counting, settings=deps.settings.model_copy(update={"recall_pool_size": 60})))
+    small.recall(AGENT, RecallRequest(query=QUESTION, limit=40))
+    assert set(counting.pools) == {(True, 40)}  # half of 60 is fewer than the 40 asked for
 
 
 def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_their_mean_direction(embedder):

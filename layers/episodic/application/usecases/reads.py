@@ -131,7 +131,8 @@ class Reads:
         could not be done."""
         deps = self.deps
         ranker = deps.ranker.for_question(query)
-        rounds = SearchRounds(deps, caller, scope, max(deps.settings.recall_pool_size, request.limit), ranker)
+        pool = max(deps.settings.recall_pool_size, request.limit)
+        rounds = SearchRounds(deps, caller, scope, pool, ranker, request.limit)
         if query is None or pending is None:
             first = rounds.search(None, None)
             found = Found(first, rounds.admitted([c.event_id for c in first.items]), None)
