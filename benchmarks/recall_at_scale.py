@@ -112,8 +112,8 @@ def fts5_ranked(store: SqliteStore, tenant: str, text: str, k: int, counts: dict
         words = [w for w in terms(text) if w not in {"on", "the"}]
         for word in words:
             if word not in counts:
-                counts[word] = conn.execute("SELECT count(*) FROM bench_fts WHERE bench_fts MATCH ?", (f'"{word}"',))
-                counts[word] = counts[word].fetchone()[0]
+                counted = conn.execute("SELECT count(*) FROM bench_fts WHERE bench_fts MATCH ?", (f'"{word}"',))
+                counts[word] = counted.fetchone()[0]
         match = " OR ".join(f'"{w}"' for w in [w for w in words if counts[w] < texts / 2] or words)
         return conn.execute(FTS5_RANKED, (match, tenant, k)).fetchall()
 
