@@ -219,3 +219,22 @@ def test_given_spanish_texts_then_a_question_finds_them_by_the_stem_of_another_f
     assert set(_found(store, scope, "¿Qué dijo Zamora?")) == {"acme-00001", "acme-00002"}
     assert _found(store, scope, "¿Cuando estuvo trabajando en la panaderia?") == by_id  # typed without accents
     store.close()
+
+
+def test_given_more_texts_removed_than_held_then_the_tenants_words_are_read_afresh(tmp_path, monkeypatch):
+    from episodic.adapters.sqlite import word_index
+
+    monkeypatch.setattr(word_index, "REMOVED_KEPT", 3)
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _put(store, [episode(n, "a0") for n in range(10)])
+    scope = Scope(tenant_id="acme", now=NOW)
+    _found(store, scope, "gateway")
+    held = store.word_index._tenants["acme"]
+    store.episodes.apply(Changes(tenant_id="acme", delete=[f"acme-{n:05d}" for n in range(6)]))
+    assert held.count == 10 and held.live == 4
+    remaining = {f"acme-{n:05d}": episode(n, "a0").search_text() for n in range(6, 10)}
+    found = _found(store, scope, "gateway")
+    assert found and _close(found, reference_bm25(remaining, terms("gateway")))
+    fresh = store.word_index._tenants["acme"]
+    assert fresh is not held and fresh.count == fresh.live == 4
+    store.close()

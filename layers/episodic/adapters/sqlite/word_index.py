@@ -55,6 +55,9 @@ NO_WEIGHT = 1e-6
 READ_AT_ONCE = 10_000
 """Texts read from SQLite per step when a tenant's words are first read (a large tenant's texts
 are never all in Python at once)."""
+REMOVED_KEPT = 10_000
+"""A tenant's removed texts keep their positions (~30 bytes each, nothing of their words) until
+there are this many and more than texts held; then its words are read afresh at its next search."""
 STEMMED_FROM = 3
 """Words shorter than this are counted as written (FTS5's Porter tokenizer leaves them too)."""
 
@@ -235,9 +238,11 @@ class WordIndex:
             self._tenants.clear()
 
     def _tenant(self, tenant_id: str) -> TenantWords:
+        """The tenant's words; a new, empty one (read at once) when it has none or when the positions
+        of removed texts outnumber the texts held (:data:`REMOVED_KEPT`)."""
         with self._lock:
             words = self._tenants.get(tenant_id)
-            if words is None:
+            if words is None or words.count - words.live > max(words.live, REMOVED_KEPT):
                 words = self._tenants[tenant_id] = TenantWords()
             return words
 
