@@ -29,7 +29,7 @@ def test_given_texts_then_their_words_are_read_as_sqlites_porter_tokenizer_reads
     """What the store's full-text engine counted before, word for word: the statistics and scores
     recall was tuned with stay what they were."""
     texts = [
-        "Ticket #4471: ship_to address changed; priority_repair set by Dana (café Zürich)",
+        "Ticket T-4471: ship_to address changed; priority_repair set by Dana (café Zürich)",
         "Running the rollback now -- deploys were failing at 03:12, see INV-2024-001.",
         "Los sábados trabajo en la panadería de mi tío\ntrabaj panaderi",
         "He's been cycling to work; the e-mail said it's fine",

@@ -13,7 +13,7 @@ from episodic.application.ports import Changes, NewEpisode, Scope
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import prepare_data_dir
 from episodic.domain.model import AuditRecord
-from tests.support.schema_one import NOW, episode, schema_four, schema_one
+from tests.support.schema_one import NOW, episode, rewritten, schema_four, schema_one
 
 
 @pytest.mark.parametrize("written", [schema_one, schema_four])
@@ -136,9 +136,7 @@ def test_given_a_data_dir_of_a_later_schema_when_opened_then_it_is_refused_and_l
 
     path = tmp_path / "episodic.db"
     SqliteStore(path).close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
-    conn.close()
+    rewritten(path, f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version';")
     with pytest.raises(StorageError, match="later version"):
         SqliteStore(path)
     conn = sqlite3.connect(path)
@@ -151,13 +149,12 @@ def test_given_old_texts_of_deleted_episodes_when_upgraded_then_none_of_them_is_
     table it never wrote to) does not survive the move."""
     path = tmp_path / "episodic.db"
     before = schema_four(path)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(
-        "BEGIN; INSERT INTO episodes_search (rowid, tenant, text) VALUES (9999, 'tacme', 'the erased quokka');"
+    rewritten(
+        path,
+        "INSERT INTO episodes_search (rowid, tenant, text) VALUES (9999, 'tacme', 'the erased quokka');"
         "CREATE TABLE episode_texts (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);"
-        "INSERT INTO episode_texts (rowid, text) VALUES (9998, 'a stale quokka'); COMMIT;"
+        "INSERT INTO episode_texts (rowid, text) VALUES (9998, 'a stale quokka');",
     )
-    conn.close()
     store = SqliteStore(path)
     with store.database.reading() as conn:
         rows = dict(conn.execute("SELECT rowid, text FROM episode_texts").fetchall())

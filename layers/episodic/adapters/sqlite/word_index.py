@@ -41,11 +41,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import Stemmer
 
 from episodic.adapters.vectors.index import present
 from episodic.domain import linear
-from episodic.domain.recall.languages import unaccented
+from episodic.domain.recall.languages import stems, unaccented
 
 K1 = 1.2
 B = 0.75
@@ -61,17 +60,12 @@ there are this many and more than texts held; then its words are read afresh at 
 STEMMED_FROM = 3
 """Words shorter than this are counted as written (FTS5's Porter tokenizer leaves them too)."""
 
-_STEMMERS = threading.local()
-
 
 def terms(text: str) -> list[str]:
     """The words of ``text`` as the index counts them, in order, repeats included."""
     words = [unaccented(w) for w in linear.words(text.lower().replace("_", " "))]  # "ship_to": two words
-    stemmer = _STEMMERS.__dict__.get("porter")
-    if stemmer is None:
-        stemmer = _STEMMERS.__dict__["porter"] = Stemmer.Stemmer("porter")
-    stems: list[str] = stemmer.stemWords(words)
-    return [stem if len(word) >= STEMMED_FROM else word for word, stem in zip(words, stems, strict=True)]
+    stemmed = stems("porter", words)
+    return [stem if len(word) >= STEMMED_FROM else word for word, stem in zip(words, stemmed, strict=True)]
 
 
 class TenantWords:

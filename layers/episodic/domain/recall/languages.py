@@ -120,14 +120,15 @@ def language_of(text: str, enough: int = _ENOUGH) -> Language | None:
 _STEMMERS = threading.local()
 
 
-def _stems(language: Language, words: list[str]) -> list[str]:
-    """Each word's Snowball stem (one stemmer per thread and language: a stemmer keeps state)."""
+def stems(algorithm: str, words: list[str]) -> list[str]:
+    """Each word's stem by the Snowball ``algorithm`` ("spanish", "porter", ...): one stemmer per
+    thread and algorithm, since a stemmer keeps state."""
     stemmers = _STEMMERS.__dict__
-    stemmer = stemmers.get(language.name)
+    stemmer = stemmers.get(algorithm)
     if stemmer is None:
-        stemmer = stemmers[language.name] = Stemmer.Stemmer(language.name)
-    stems: list[str] = stemmer.stemWords(words)
-    return stems
+        stemmer = stemmers[algorithm] = Stemmer.Stemmer(algorithm)
+    found: list[str] = stemmer.stemWords(words)
+    return found
 
 
 def unaccented(word: str) -> str:
@@ -144,7 +145,7 @@ def indexed(text: str) -> str:
     if language is None:
         return text
     words = list(dict.fromkeys(unaccented(w) for w in linear.words(text.lower())))
-    other = dict.fromkeys(stem for word, stem in zip(words, _stems(language, words), strict=True) if stem != word)
+    other = dict.fromkeys(stem for word, stem in zip(words, stems(language.name, words), strict=True) if stem != word)
     return f"{text}\n{' '.join(other)}" if other else text
 
 
@@ -160,5 +161,6 @@ def searched(query: str) -> str:
         lowered = word.lower()
         if lowered in language.filler:
             continue
-        found.append(lowered if word[:1].isupper() else _stems(language, [unaccented(lowered)])[0])  # a name as written
+        as_written = word[:1].isupper()  # a name
+        found.append(lowered if as_written else stems(language.name, [unaccented(lowered)])[0])
     return " ".join(dict.fromkeys(found))
