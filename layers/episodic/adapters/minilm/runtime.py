@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
 import logging
 import os
 import threading
@@ -189,31 +190,39 @@ class TorchMiniLM:
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
-PADDING_ALLOWANCE = 1.15
-"""How many token slots a forward pass may spend per real token. A pass pads every text to its
-longest, and its cost grows with the slots: under concurrent load the embedder's workers gather
-a one-line question with a paragraph-long episode, and padding the question to the paragraph
-spent 20-30% of the model's time on padding (``benchmarks/mixed_load.py``). Texts sorted by
-length are cut into runs that waste at most this much; a run's fixed cost is small beside it."""
+RUN_COST_IN_SLOTS = {1: 10, 2: 25}
+"""What starting one more forward pass costs, in padded token slots, by threads per pass (more
+threads: the number for two). A pass pads every text to its longest and costs about ``fixed +
+per_slot * texts * longest``; measured on ONNX Runtime on two cores (``benchmarks/embedding_runs.py``),
+the fixed part is worth ~10 slots on one thread (~1.4 ms against ~0.15 ms a slot) and ~25 on two.
+So two short names of 3 and 7 tokens are cheaper padded into one pass than run apart, while a
+one-line question is still never padded to a paragraph's width (under concurrent load the workers
+gather both)."""
 
 
-def padded_runs(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indexes of ``lengths`` grouped into forward passes: sorted by length, at most
-    ``batch_size`` a pass, and a new pass wherever padding to the next (longer) text would make
-    the pass hold more than :data:`PADDING_ALLOWANCE` slots per real token."""
+def padded_runs(lengths: Sequence[int], batch_size: int, threads: int = 1) -> list[list[int]]:
+    """Indexes of ``lengths`` grouped into forward passes of at most ``batch_size`` texts, at the
+    least estimated cost (:data:`RUN_COST_IN_SLOTS` a pass, one a padded slot).
+
+    Texts sorted by length, the best grouping keeps each pass a stretch of neighbours, so it is
+    found exactly by trying, for every prefix, each possible last pass."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    sorted_lengths = [lengths[i] for i in order]
+    run_cost = RUN_COST_IN_SLOTS[min(max(threads, 1), 2)]
+    best = [0.0] + [math.inf] * len(order)
+    cut = [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        longest = sorted_lengths[end - 1]
+        for begin in range(max(0, end - batch_size), end):
+            cost = best[begin] + run_cost + (end - begin) * longest
+            if cost < best[end]:
+                best[end], cut[end] = cost, begin
     runs: list[list[int]] = []
-    current: list[int] = []
-    tokens = 0
-    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
-        slots = (len(current) + 1) * lengths[i]
-        if current and (len(current) == batch_size or slots > PADDING_ALLOWANCE * (tokens + lengths[i])):
-            runs.append(current)
-            current, tokens = [], 0
-        current.append(i)
-        tokens += lengths[i]
-    if current:
-        runs.append(current)
-    return runs
+    end = len(order)
+    while end:
+        runs.append(order[cut[end] : end])
+        end = cut[end]
+    return runs[::-1]
 
 
 class OnnxMiniLM:
@@ -254,7 +263,7 @@ class OnnxMiniLM:
         session = self._session(max(1, threads))
         vectors = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         encoded = self._tokenizer.encode_batch(list(texts))
-        for run in padded_runs([len(e.ids) for e in encoded], batch_size):
+        for run in padded_runs([len(e.ids) for e in encoded], batch_size, threads):
             width = max(len(encoded[i].ids) for i in run)
             feed = {name: np.zeros((len(run), width), dtype=np.int64) for name in _INPUTS}
             for row, i in enumerate(run):
