@@ -136,19 +136,35 @@ class MiniLMEmbedder:
         """``text``'s vector, started now on a worker: the call returned waits for it (and says
         through its ``ready()`` whether it would wait). The caller goes on meanwhile (recall
         searches by words while the model runs)."""
-        with self._cache_lock:
-            cached = self._cache.get(text)
-            if cached is not None:
-                self._cache.move_to_end(text)
-                return _Waiting(lambda: cached, lambda: True)
-        pending = self._submit([text])
+        return self.start_queries([text])[0]
 
+    def start_queries(self, texts: Sequence[str]) -> list[Callable[[], Any]]:
+        """:meth:`start_query` for each of ``texts``, those not kept from before in one request, so
+        that one worker takes them into one pass (a second round's names: two passes would each
+        pay the model's fixed cost)."""
+        waits: list[Callable[[], Any] | None] = [None] * len(texts)
+        with self._cache_lock:
+            for i, text in enumerate(texts):
+                cached = self._cache.get(text)
+                if cached is not None:
+                    self._cache.move_to_end(text)
+                    waits[i] = _Waiting(lambda cached=cached: cached, lambda: True)
+        missing = list(dict.fromkeys(text for text, wait in zip(texts, waits, strict=True) if wait is None))
+        if missing:
+            pending = self._submit(missing)
+            position = {text: n for n, text in enumerate(missing)}
+            for i, text in enumerate(texts):
+                if waits[i] is None:
+                    waits[i] = _Waiting(self._waiter(pending, text, position[text]), pending.done.is_set)
+        return [wait for wait in waits if wait is not None]
+
+    def _waiter(self, pending: _Pending, text: str, position: int) -> Callable[[], Any]:
         def wait() -> Any:
-            (vector,) = self._collect(pending)
+            vector = self._collect(pending)[position]
             self._keep(text, vector)
             return vector
 
-        return _Waiting(wait, pending.done.is_set)
+        return wait
 
     def _keep(self, text: str, vector: Any) -> None:
         with self._cache_lock:
