@@ -198,7 +198,8 @@ class Ranker:
         if len(best) < limit:
             return unread
         floor, share = best[-1][0], weights["relevance"]
-        return [i for i in unread if share * rounds.of(i)[0] + (1.0 - share) + _ROUNDING >= floor]
+        relevance_of = rounds.relevances()
+        return [i for i in unread if share * relevance_of.get(i, 0.0) + (1.0 - share) + _ROUNDING >= floor]
 
     def _best(
         self,
@@ -223,13 +224,12 @@ class Ranker:
         compared = any(meaning for i, (_, _, meaning) in rounds.first.items() if i in episodes)  # else no floor
         w_relevance, w_recency, w_importance, w_trust, w_confidence = (weights[k] for k in COMPONENTS)
         rest = w_recency + w_importance + w_trust + w_confidence
-        reach = {}
-        for event_id in dict.fromkeys([*rounds.first, *(rounds.second or {}), *replies]):
-            if event_id not in episodes:
-                continue
-            most = rounds.of(event_id)[0] if has_query else 0.0
-            if has_query and (question := replies.get(event_id)) is not None:
-                most = max(most, self.weights.reply_share * rounds.of(question)[0])
+        relevance_of = rounds.relevances()
+        if not has_query:
+            relevance_of = dict.fromkeys(relevance_of, 0.0)
+        reach = {event_id: w_relevance * most + rest for event_id, most in relevance_of.items() if event_id in episodes}
+        for event_id, question in replies.items():
+            most = max(relevance_of.get(event_id, 0.0), self.weights.reply_share * relevance_of.get(question, 0.0))
             reach[event_id] = w_relevance * most + rest
         kept: list[float] = []  # the best ``limit`` scores so far, least first
         scored: list[_Entry] = []
@@ -301,23 +301,20 @@ class Ranker:
         return [episodes[event_id] for event_id in asking[:limit]]
 
     def _relevance(self, pool: list[Candidate], semantic: bool) -> dict[str, tuple[float, float, float]]:
-        """``{event_id: (relevance, lexical, semantic)}``: BM25 normalised by the pool's best,
-        cosine clipped at 0, mixed by the semantic share (lexical alone without a usable
-        vector: then every semantic is reported 0)."""
+        """``{event_id: (relevance, lexical, semantic)}``: BM25 normalised by the pool's best, cosine
+        put on [0, 1] (its distance above the unrelated cosine, negatives clipped), mixed by the
+        semantic share (lexical alone without a usable vector: then every semantic is reported 0)."""
         semantic = semantic and any(c.semantic for c in pool)
         best_lexical = max((c.lexical for c in pool), default=0.0)
         share = self.weights.semantic_share if semantic else 0.0
+        origin = self.weights.unrelated_cosine if semantic else 0.0
+        span = 1.0 - origin
         signals = {}
-        for cand in pool:
-            lexical = cand.lexical / best_lexical if best_lexical > 0 else 0.0
-            meaning = self._meaning(cand.semantic) if semantic else 0.0
-            signals[cand.event_id] = (share * meaning + (1.0 - share) * lexical, lexical, meaning)
+        for event_id, lexical_score, cosine in pool:
+            lexical = lexical_score / best_lexical if best_lexical > 0 else 0.0
+            meaning = max((cosine - origin) / span, 0.0) if semantic else 0.0
+            signals[event_id] = (share * meaning + (1.0 - share) * lexical, lexical, meaning)
         return signals
-
-    def _meaning(self, cosine: float) -> float:
-        """A cosine on [0, 1]: its distance above the unrelated cosine, negatives clipped."""
-        origin = self.weights.unrelated_cosine
-        return max((cosine - origin) / (1.0 - origin), 0.0) if origin else max(cosine, 0.0)
 
     def _is_evidence(self, relevance: float, meaning: float, semantic: bool) -> bool:
         if relevance < self.weights.min_relevance:
@@ -337,6 +334,16 @@ class _Rounds:
 
     first: dict[str, tuple[float, float, float]]
     second: dict[str, tuple[float, float, float]] | None
+
+    def relevances(self) -> dict[str, float]:
+        """Each candidate's relevance (:meth:`of`'s first), for all of them at once."""
+        if self.second is None:
+            return {event_id: signals[0] for event_id, signals in self.first.items()}
+        first, second, nothing = self.first, self.second, (0.0, 0.0, 0.0)
+        return {
+            event_id: (first.get(event_id, nothing)[0] + second.get(event_id, nothing)[0]) / 2
+            for event_id in dict.fromkeys([*first, *second])
+        }
 
     def of(self, event_id: str) -> tuple[float, float, float, float, float | None]:
         """``(relevance, lexical, own semantic, best semantic, widened relevance)``: relevance is
