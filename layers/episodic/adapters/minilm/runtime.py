@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import math
 import logging
+import math
 import os
 import threading
 import warnings
