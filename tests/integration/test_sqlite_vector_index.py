@@ -74,3 +74,27 @@ def test_given_large_and_small_tenants_when_the_store_warms_up_then_only_the_lar
     assert reopened.vector_search._tenants[("acme", "m")].index is not None
     assert nearest(reopened, vs[5])[0] == "E0005"
     reopened.close()
+
+
+def test_given_an_erasure_through_another_process_then_the_vector_leaves_this_ones_memory_at_its_next_search(
+    tmp_path,
+):
+    """Another ``--workers`` process's store on the same file erases an episode: this process held
+    its vector (and its index cell) and lets go of both at its next search of the tenant."""
+    store, vs = filled(tmp_path / "db.sqlite", 400)
+    other = SqliteStore(tmp_path / "db.sqlite", embedder="m", ann_threshold=200)
+    nearest(store, vs[0])
+    assert store.vector_search.wait_for_indexing(timeout=60)
+    tenant = store.vector_search._tenants[("acme", "m")]
+    rowid = 8  # E0007, the eighth row written
+    assert tenant.matrix[tenant.positions(np.array([rowid]))].any()
+
+    other.episodes.apply(Changes(tenant_id="acme", delete=["E0007"]))
+    assert tenant.matrix[tenant.positions(np.array([rowid]))].any()  # not this process's erasure yet
+
+    assert "E0007" not in nearest(store, vs[7])
+    assert not tenant.matrix[tenant.positions(np.array([rowid]))].any()
+    assert rowid not in tenant.index.assignments()[0]
+    assert tenant.matrix[tenant.positions(np.array([9]))].any()  # the others stay
+    other.close()
+    store.close()

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from episodic.adapters.sqlite.database import Database
+from episodic.adapters.sqlite.erasures import erasures_of, live_rowids
 from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.scope_cache import ScopeCache
 from episodic.adapters.sqlite.word_index import WordIndex, terms
@@ -155,7 +156,9 @@ class RecallReads:
             return [{} for _ in query_vectors]
         queries = [np.asarray(vector, dtype=np.float32) for vector in query_vectors]
         found = []
-        for top, sims, _ in self.vectors.search_many(conn, scope.tenant_id, embedder, rowids, queries, pool_size):
+        tenant = scope.tenant_id
+        self.vectors.forget_gone(tenant, erasures_of(conn, tenant), lambda: live_rowids(conn, tenant))
+        for top, sims, _ in self.vectors.search_many(conn, tenant, embedder, rowids, queries, pool_size):
             rows = top.tolist()
             names = self._named(conn, rows)
             found.append({names[r]: v for r, v in zip(rows, sims.tolist(), strict=True) if r in names})

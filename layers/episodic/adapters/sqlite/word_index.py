@@ -23,8 +23,8 @@ Keeping up with the database: like the vectors (:mod:`episodic.adapters.vectors.
 tenant's words follow the table by a rowid watermark, so writes of any process show up at the
 next search; texts never change under a rowid (a correction is a new episode). A deleted text
 (erasure, expiry, rejection) leaves at once in the process that deleted it
-(:meth:`WordIndex.forget`); every delete also moves the tenant's count in ``tenant_erasures`` (a
-trigger), which each search reads before anything else: when it moved, the search first reads the
+(:meth:`WordIndex.forget`); other processes learn of it by ``tenant_erasures``
+(:mod:`.erasures`), which each search reads before anything else: when it moved, the search first reads the
 tenant's rowids and removes the texts no longer there. Removing a text takes its words out of
 every posting list that held it, and a word no text holds any more out of the vocabulary, so
 neither the statistics nor the memory keep anything of it (another process's, by its next search
@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.adapters.sqlite.erasures import erasures_of, live_rowids
 from episodic.adapters.vectors.index import present
 from episodic.domain import linear
 from episodic.domain.recall.languages import stems, unaccented
@@ -203,7 +204,7 @@ class WordIndex:
         self, conn: Any, tenant_id: str, query: Sequence[str], scope_rowids: np.ndarray, k: int
     ) -> list[tuple[str, float]]:
         """:meth:`TenantWords.best` over the tenant's words as the database holds them now."""
-        erasures = _erasures(conn, tenant_id)  # before the rows: a delete after it is seen next time
+        erasures = erasures_of(conn, tenant_id)  # before the rows: a delete after it is seen next time
         words = self._tenant(tenant_id)
         with words.lock:
             self._catch_up(conn, tenant_id, words, erasures)
@@ -212,7 +213,7 @@ class WordIndex:
     def load(self, conn: Any, tenant_id: str) -> int:
         """Read the tenant's words now, as its first search would (``episodic serve`` does so for
         large tenants at start: ~10 us a text); returns how many texts it holds."""
-        erasures = _erasures(conn, tenant_id)
+        erasures = erasures_of(conn, tenant_id)
         words = self._tenant(tenant_id)
         with words.lock:
             self._catch_up(conn, tenant_id, words, erasures)
@@ -246,10 +247,7 @@ class WordIndex:
         ``words.lock``)."""
         if erasures != words.erasures:
             if words.live:
-                joined = conn.execute("SELECT group_concat(rowid) FROM episodes WHERE tenant_id = ?", (tenant_id,))
-                (live,) = joined.fetchone()
-                there = np.fromstring(live, dtype=np.int64, sep=",") if live else np.empty(0, dtype=np.int64)
-                words.remove(np.setdiff1d(words.rowids(), there))
+                words.remove(np.setdiff1d(words.rowids(), live_rowids(conn, tenant_id)))
             words.erasures = erasures
         newest = conn.execute("SELECT max(rowid) FROM episodes").fetchone()[0] or 0
         if newest <= words.watermark:
@@ -265,8 +263,3 @@ class WordIndex:
             words.extend(chunk)
         words.watermark = newest
 
-
-def _erasures(conn: Any, tenant_id: str) -> int:
-    """How many of the tenant's episodes were ever deleted (``tenant_erasures``)."""
-    row = conn.execute("SELECT erased FROM tenant_erasures WHERE tenant_id = ?", (tenant_id,)).fetchone()
-    return int(row[0]) if row else 0

@@ -6,8 +6,10 @@ tenant and embedder, a float32 matrix of them so a query does not re-read blobs 
 It follows the database by a rowid watermark: each search first loads rows newer than
 the last one seen, so writes from this process or any other show up without a restart.
 Rows deleted or filtered out need no bookkeeping to stay unreachable: the caller passes the
-rowids its scope query admitted, and only those are searched. (An erasure in this process
-also zeroes its rows here and drops them from the index, so no copy outlives it in memory.)
+rowids its scope query admitted, and only those are searched. Still, no copy of an erased
+episode's vector outlives it in memory: an erasure in this process zeroes its rows here and drops
+them from the index at once (:meth:`VectorSearch.forget`), and one in another process (``serve
+--workers``) at this process's next search of the tenant (:meth:`VectorSearch.forget_gone`).
 
 Search strategy (the one OpenSearch uses for filtered k-NN):
 * scopes smaller than ``ann_threshold``: exact inner product over the scope's rows;
@@ -34,6 +36,7 @@ import hashlib
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,8 @@ class TenantVectors:
         self.saved = 0
         self.preparing = False
         self.failed = False
+        self.erasures = -1
+        """The tenant's count of deletes (any process's) these rows agree with (-1: not compared yet)."""
         self.erased_meanwhile: list[int] = []
         """Rows erased while an index was being prepared from a snapshot that may hold them."""
         self.lock = threading.Lock()
@@ -155,6 +160,23 @@ class VectorSearch:
         for vectors in held:
             with vectors.lock:
                 vectors.forget(np.asarray(rowids, dtype=np.int64))
+
+    def forget_gone(self, tenant_id: str, erasures: int, live: Callable[[], np.ndarray]) -> None:
+        """Rows of ``tenant_id`` deleted by any process: when ``erasures``, the tenant's count of
+        deletes now, is not the one its vectors here agree with, those whose rowids ``live`` (the
+        tenant's rowids now) no longer holds are forgotten as :meth:`forget` forgets them. The
+        caller reads ``erasures`` before its search's rows, so a delete after it is seen next time."""
+        with self._lock:
+            held = [vectors for (tenant, _), vectors in self._tenants.items() if tenant == tenant_id]
+        there: np.ndarray | None = None
+        for vectors in held:
+            with vectors.lock:
+                if vectors.erasures == erasures:
+                    continue
+                if vectors.count:
+                    there = live() if there is None else there
+                    vectors.forget(np.setdiff1d(vectors.rowids, there))
+                vectors.erasures = erasures
 
     def search(
         self,
