@@ -148,7 +148,7 @@ class MiniLMEmbedder:
                 cached = self._cache.get(text)
                 if cached is not None:
                     self._cache.move_to_end(text)
-                    waits[i] = _Waiting(lambda cached=cached: cached, lambda: True)
+                    waits[i] = _Waiting(_kept(cached), lambda: True)
         missing = list(dict.fromkeys(text for text, wait in zip(texts, waits, strict=True) if wait is None))
         if missing:
             pending = self._submit(missing)
@@ -228,6 +228,11 @@ class MiniLMEmbedder:
                 pending.vectors = list(vectors[start : start + len(pending.texts)])
                 start += len(pending.texts)
                 pending.done.set()
+
+
+def _kept(vector: Any) -> Callable[[], Any]:
+    """A wait that has nothing to wait for: ``vector`` was kept from before."""
+    return lambda: vector
 
 
 def _cores() -> int:

@@ -262,4 +262,3 @@ class WordIndex:
         while chunk := rows.fetchmany(READ_AT_ONCE):
             words.extend(chunk)
         words.watermark = newest
-
