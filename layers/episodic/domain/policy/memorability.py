@@ -22,6 +22,7 @@ from typing import Literal
 
 from episodic.domain import linear
 from episodic.domain.policy.chatter import ChatterClassifier
+from episodic.domain.policy.ongoing import doing
 from episodic.domain.policy.sensitivity import disclosures
 
 _SENTENCE_END = linear.compile(
@@ -141,27 +142,6 @@ _LIFE_EVENTS = frozenset(
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 """Words that are a life event on their own ("We're expecting!", "I'm engaged!")."""
-_ONGOING = linear.compile(
-    r"^\W*(?:(?:still|just|finally|currently|also|now|slowly|busy)\s+)*([a-z]{3,}ing)\s+"
-    r"(?:(?:up|out|back|down|off|away)\s+)?(?:for|to|on|at|in|with|my|our|a|an|the|some|through|towards?|into|from|about)\b",
-    ignore_case=True,
-)
-"""A sentence that opens with what someone is doing and what for, to or with, the speaker left out
-as chat leaves them out ("Still saving up for a new car.", "Training for a marathon.",
-"Learning to play guitar."): the speaker's own news."""
-_NOT_ONGOING = frozenset(
-    """
-    getting looking hoping wishing thinking sending counting missing loving praying rooting feeling
-    trying having kidding joking chilling relaxing resting hanging waiting talking chatting catching
-    checking dying laughing crying wondering guessing coming doing going being heading
-    nothing something anything everything morning evening thing king
-    amazing interesting exciting boring annoying confusing surprising disappointing frustrating
-    terrifying stunning charming tempting inspiring refreshing satisfying embarrassing fascinating
-    worrying tiring exhausting depressing touching heartwarming according
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-"""Openings in -ing that are how chat greets, wishes and waits ("Looking forward to it", "Counting
-down the days"), that say how something feels ("Amazing to see"), or that are no verb at all."""
 _FIRST_PERSON = linear.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", ignore_case=True)
 
 PLEASANTRY_WORDS = frozenset(
@@ -320,13 +300,10 @@ def _fact_marks(sentence: str, words: list[str], content: list[str]) -> str:
 
 
 def _ongoing(sentence: str, content: list[str]) -> bool:
-    """What the speaker is doing (:data:`_ONGOING`) and, beside the verb, something it is about;
-    not said to or about the listener ("Wishing you the best")."""
-    opening = _ONGOING.search(linear.ascii_words(sentence))
-    if opening is None or opening.group(1).lower() in _NOT_ONGOING or _english(_ADDRESSED, sentence):
-        return False
-    verb = opening.group(1).lower()
-    return any(w.lower() != verb for w in content)
+    """What the speaker is doing (:func:`~episodic.domain.policy.ongoing.doing`) and, beside the
+    verb, something it is about; not said to or about the listener ("Wishing you the best")."""
+    verb = doing(linear.ascii_words(sentence))
+    return verb is not None and not _english(_ADDRESSED, sentence) and any(w.lower() != verb for w in content)
 
 
 def _request_object(content: list[str]) -> list[str]:
