@@ -7,8 +7,10 @@ from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import numpy as np
+
 from episodic.adapters.sqlite.store import SqliteStore
-from episodic.adapters.sqlite.word_index import terms
+from episodic.adapters.sqlite.word_index import _membership, terms
 from episodic.application.ports import Changes, NewEpisode, Scope
 from episodic.domain.model import Episode
 
@@ -237,4 +239,21 @@ def test_given_more_texts_removed_than_held_then_the_tenants_words_are_read_afre
     assert found and _close(found, reference_bm25(remaining, terms("gateway")))
     fresh = store.word_index._tenants["acme"]
     assert fresh is not held and fresh.count == fresh.live == 4
+    store.close()
+
+
+def test_given_a_scope_spread_over_a_huge_rowid_span_then_it_is_checked_by_sorting_with_the_same_answer(tmp_path):
+    """Rowids are the whole database's: a small tenant's scope can span a hundred million of them.
+    A table over that span would take a gigabyte a search; the scope is then checked by sorting."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    _put(store, [episode(n, "a0") for n in range(40)])
+    scope = Scope(tenant_id="acme", now=NOW)
+    expected = _found(store, scope, "gateway")
+    held = store.word_index._tenants["acme"]
+    rowids = held.rowids()
+    spread = np.concatenate([rowids, np.array([10**9], dtype=np.int64)])  # one far rowid, held by nothing
+    assert _membership(rowids) == "table" and _membership(spread) == "sort"
+    got = dict(held.best(terms("gateway"), spread, 500))
+    assert got.keys() == expected.keys()
+    assert all(abs(got[i] - expected[i]) <= 1e-9 * expected[i] for i in got)
     store.close()

@@ -38,7 +38,7 @@ import threading
 from array import array
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -52,6 +52,13 @@ B = 0.75
 """BM25's term-frequency saturation and length normalisation: FTS5's and Lucene's defaults."""
 NO_WEIGHT = 1e-6
 """The weight of a word held by half of the texts or more (FTS5's floor for such a word)."""
+TABLE_MIN_SPAN = 1 << 20
+TABLE_SPREAD = 64
+"""The scope is checked by a table of one byte per rowid of its span while the span is at most
+:data:`TABLE_MIN_SPAN` rowids or this many times the scope's size; past that, by sorting. Rowids are
+the whole database's, so a small tenant's span grows with every other tenant's writes: a table over
+a span of 100 million rowids took 11 ms and 100 MB a search, sorting 0.2 ms, for a scope of 2,000
+(a span of a million: 0.03 ms against 0.18)."""
 READ_AT_ONCE = 10_000
 """Texts read from SQLite per step when a tenant's words are first read (a large tenant's texts
 are never all in Python at once)."""
@@ -172,8 +179,8 @@ class TenantWords:
             held.append(positions)
             scores.append(weight * counts * (K1 + 1.0) / (counts + norm))
         total = np.bincount(np.concatenate(held), weights=np.concatenate(scores), minlength=self.count)
-        found = np.flatnonzero(total)  # the scope checked on the matches only, by a table of rowids:
-        found = found[np.isin(self._rowids[found], scope_rowids, kind="table")]  # linear in both
+        found = np.flatnonzero(total)  # the scope checked on the matches only
+        found = found[np.isin(self._rowids[found], scope_rowids, kind=_membership(scope_rowids))]
         if len(found) > k:
             found = found[np.argpartition(-total[found], k - 1)[:k]]
         found = found[np.argsort(-total[found], kind="stable")]
@@ -262,3 +269,10 @@ class WordIndex:
         while chunk := rows.fetchmany(READ_AT_ONCE):
             words.extend(chunk)
         words.watermark = newest
+
+
+def _membership(scope_rowids: np.ndarray) -> Literal["table", "sort"]:
+    """How ``np.isin`` checks rowids against the scope: by a table over the scope's rowid span (linear
+    in both) while that span is small, by sorting once it is spread (:data:`TABLE_SPREAD`)."""
+    span = int(scope_rowids.max()) - int(scope_rowids.min()) + 1
+    return "table" if span <= max(TABLE_MIN_SPAN, TABLE_SPREAD * len(scope_rowids)) else "sort"
