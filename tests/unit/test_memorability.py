@@ -390,16 +390,24 @@ def test_given_a_request_about_the_conversation_itself_when_judged_then_it_is_no
 ONGOING_TURNS = Path(__file__).parents[1] / "evals" / "ongoing_turns.jsonl"
 
 
-def test_given_turns_that_open_in_ing_written_blind_then_news_is_kept_and_small_talk_is_not() -> None:
-    """Turns that open with a word in -ing, half the speaker's news ("Still saving up for a new car.")
-    and half small talk of the same shape ("Counting down the days!"): written blind by a helper
-    after the rule for such openings was, and never tuned on. Before the rule 34 of 40 facts were
-    kept and 7 of 40 small talk; with it 36 and 7."""
+@pytest.mark.parametrize(
+    ("split", "facts", "facts_kept", "chatter", "chatter_kept"), [("dev", 40, 38, 40, 7), ("test", 38, 32, 37, 6)]
+)
+def test_given_turns_that_open_in_ing_written_blind_then_news_is_kept_and_small_talk_is_not(
+    split: str, facts: int, facts_kept: int, chatter: int, chatter_kept: int
+) -> None:
+    """Turns whose last sentence opens with a word in -ing, half the speaker's news ("Still saving up
+    for a new car.") and half small talk of the same shape ("Counting down the days!"), each split
+    written blind by a helper: dev after the rule's first version (then tuned on: numbers and
+    "myself" after the verb), test after the rule as it is, never tuned on (less the five turns
+    both helpers wrote). Without the rule, dev kept 34 of 40 facts and 7 of 40 small talk, test
+    30 of 38 and 5 of 37."""
     rows = [json.loads(line) for line in ONGOING_TURNS.read_text().splitlines()]
+    rows = [r for r in rows if r["split"] == split]
     classifier = default_classifier()
     kept = [memorability.memorable(memorability.judge(r["text"], classifier)) for r in rows]
-    facts = [k for k, r in zip(kept, rows, strict=True) if r["label"] == "memorable"]
-    chatter = [k for k, r in zip(kept, rows, strict=True) if r["label"] == "chatter"]
-    assert len(facts) == 40 and len(chatter) == 40
-    assert sum(facts) >= 36
-    assert sum(chatter) <= 7
+    facts_seen = [k for k, r in zip(kept, rows, strict=True) if r["label"] == "memorable"]
+    chatter_seen = [k for k, r in zip(kept, rows, strict=True) if r["label"] == "chatter"]
+    assert len(facts_seen) == facts and len(chatter_seen) == chatter
+    assert sum(facts_seen) >= facts_kept
+    assert sum(chatter_seen) <= chatter_kept

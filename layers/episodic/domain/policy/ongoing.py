@@ -8,10 +8,12 @@ from episodic.domain import linear
 
 ONGOING = linear.compile(
     r"^\W*(?:(?:still|just|finally|currently|also|now|slowly|busy)\s+)*([a-z]{3,}ing)\s+"
-    r"(?:(?:up|out|back|down|off|away)\s+)?(?:for|to|on|at|in|with|my|our|a|an|the|some|through|towards?|into|from|about)\b",
+    r"(?:(?:up|out|back|down|off|away)\s+)?(?:for|to|on|at|in|with|my|our|a|an|the|some|through|towards?|into|from|about"
+    r"|myself|ourselves|two|three|four|five|six|seven|eight|nine|ten|several|\d+)\b",
     ignore_case=True,
 )
-"""An opening in -ing, after a few adverbs, followed by what the doing is for, to, on or with."""
+"""An opening in -ing, after a few adverbs, followed by what the doing is for, to, on or with, or by
+how many or whom ("fostering two kittens", "teaching myself guitar")."""
 NOT_ONGOING = frozenset(
     """
     getting looking hoping wishing thinking sending counting missing loving praying rooting feeling
