@@ -8,6 +8,9 @@ its own the way a hosted agent would write it: every turn proposed as a
 
 * **evidence recall@10** -- the share of a question's gold turns among the turns the ten
   returned items cite (``sourceRefs``), and **nDCG@10** over the same ranking;
+* **session recall@10** -- the share of a question's gold turns whose session is among the
+  sessions of the turns the ten items cite (the right part of the conversation found, if not the
+  turn itself);
 * **gold turns denied** -- the share of the turns that questions depend on that the write
   policy did not store;
 * the write policy against the labelled turns: **precision and recall of ``not_memorable``**
@@ -146,14 +149,17 @@ def run_conversation(
     with build(last_moment(conversation)) as service:
         scores.writes = write_conversation(service, agent, conversation, path)
         scores.labels = {t["turnId"]: t["label"] for s in conversation["sessions"] for t in s["turns"]}
+        session_of = {t["turnId"]: s["sessionId"] for s in conversation["sessions"] for t in s["turns"]}
         for question in conversation["questions"]:
             returned = ask(service, agent, question["question"])
             gold = question["goldTurnIds"]
+            found_sessions = {session_of.get(turn) for turn in returned[:K]}
             scores.per_question.append(
                 {
                     "id": question["questionId"],
                     "kind": question["kind"],
                     "recall": recall_at_k(returned, gold, K),
+                    "sessionRecall": sum(session_of[turn] in found_sessions for turn in gold) / len(gold),
                     "ndcg": ndcg_at_k(returned, gold, K),
                     "gold": gold,
                     "returned": returned[:K],
@@ -173,6 +179,7 @@ def summarise_scores(runs: list[ConversationScores]) -> dict[str, Any]:
     report: dict[str, Any] = {
         kind: {
             "recall": round(sum(r["recall"] for r in rows) / len(rows), 4),
+            "sessionRecall": round(sum(r["sessionRecall"] for r in rows) / len(rows), 4),
             "ndcg": round(sum(r["ndcg"] for r in rows) / len(rows), 4),
             "n": len(rows),
         }
@@ -203,11 +210,13 @@ def _write_metrics(runs: list[ConversationScores]) -> dict[str, Any]:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = [f"{'kind':<12} {'n':>4} {'recall@10':>10} {'nDCG@10':>8}"]
+    lines = [f"{'kind':<12} {'n':>4} {'recall@10':>10} {'sessions':>9} {'nDCG@10':>8}"]
     for kind in ("all", *KINDS):
         if kind in report:
             row = report[kind]
-            lines.append(f"{kind:<12} {row['n']:>4} {row['recall']:>10.3f} {row['ndcg']:>8.3f}")
+            lines.append(
+                f"{kind:<12} {row['n']:>4} {row['recall']:>10.3f} {row['sessionRecall']:>9.3f} {row['ndcg']:>8.3f}"
+            )
     writes = report["writes"]
     lines.append(
         f"writes: {writes['turns']} turns, {writes['deniedShare']:.1%} denied; gold turns denied "
@@ -267,6 +276,7 @@ def conversation_metrics(
     report = summarise_scores([run_conversation(build, c, progress) for c in load_conversations(folder)])
     metrics: dict[str, Any] = {
         f"{prefix}_recall_at_10": report["all"]["recall"],
+        f"{prefix}_session_recall_at_10": report["all"]["sessionRecall"],
         f"{prefix}_ndcg_at_10": report["all"]["ndcg"],
     }
     for kind in KINDS:
