@@ -83,27 +83,38 @@ def test_given_duplicate_texts_when_embedded_then_order_is_kept_and_each_text_is
     assert all(vector.dtype == np.float32 for vector in vectors)
 
 
-def test_given_a_cached_text_when_embedded_again_then_only_the_new_text_is_sent(client, stubber):
+def test_given_a_tenants_question_asked_again_then_it_is_kept_for_that_tenant_only(client, stubber):
+    """A tenant's repeated question is not sent again; another tenant's same question is, so no
+    tenant learns by a faster answer what another asked."""
     embedder = TitanEmbedder(client, max_workers=1)
     stubber.add_response("invoke_model", response(unit(0)), request("alpha"))
-    first = embedder.embed(["alpha"])
-    stubber.add_response("invoke_model", response(unit(1)), request("beta"))
+    first = embedder.embed_query("alpha", tenant="acme")
+    assert embedder.embed_query("alpha", tenant="acme") is first  # kept: nothing sent
+    stubber.add_response("invoke_model", response(unit(0)), request("alpha"))
+    other = embedder.embed_query("alpha", tenant="globex")
+    stubber.assert_no_pending_responses()
+    assert other.tolist() == unit(0) and other is not first
 
-    again = embedder.embed(["beta", "alpha"])
 
-    assert [vector.tolist() for vector in again] == [unit(1), unit(0)]
-    assert again[1] is first[0]
+def test_given_a_stored_text_embedded_again_then_it_is_sent_again(client, stubber):
+    """Stored texts are not kept: a faster write would tell a tenant that someone wrote the same."""
+    embedder = TitanEmbedder(client, max_workers=1)
+    stubber.add_response("invoke_model", response(unit(0)), request("alpha"))
+    embedder.embed(["alpha"])
+    stubber.add_response("invoke_model", response(unit(0)), request("alpha"))
+    assert embedder.embed(["alpha"])[0].tolist() == unit(0)
+    stubber.assert_no_pending_responses()
 
 
-def test_given_a_cached_vector_when_a_caller_writes_to_it_then_it_is_refused(client, stubber):
+def test_given_a_kept_vector_when_a_caller_writes_to_it_then_it_is_refused(client, stubber):
     embedder = TitanEmbedder(client)
     stubber.add_response("invoke_model", response(unit(0)), request("alpha"))
-    vector = embedder.embed(["alpha"])[0]
+    vector = embedder.embed_query("alpha", tenant="acme")
 
     with pytest.raises(ValueError, match="read-only"):
         vector[0] = 0.5
 
-    assert embedder.embed(["alpha"])[0].tolist() == unit(0)
+    assert embedder.embed_query("alpha", tenant="acme").tolist() == unit(0)
 
 
 def test_given_256_dimensions_when_embedding_then_the_request_asks_for_256_and_the_name_says_so(client, stubber):
@@ -194,10 +205,10 @@ def test_given_a_bad_response_when_embedding_then_it_is_an_embedding_error_and_n
     stubber.add_response("invoke_model", raw_response(payload), request("a"))
 
     with pytest.raises(EmbeddingError):
-        embedder.embed(["a"])
+        embedder.embed_query("a", tenant="acme")
 
     stubber.add_response("invoke_model", response(unit(0)), request("a"))
-    assert embedder.embed(["a"])[0].tolist() == unit(0)
+    assert embedder.embed_query("a", tenant="acme").tolist() == unit(0)
 
 
 def test_given_an_unsupported_dimension_when_constructing_then_it_is_refused(client):

@@ -100,12 +100,40 @@ def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_
 def test_given_a_started_query_when_waited_for_then_it_is_the_embedding_and_is_kept_for_next_time(minilm):
     embedder = MiniLMEmbedder()
     embedder._model = minilm._load()
-    wait = embedder.start_query("which customer reported the invoice problem?")
+    wait = embedder.start_query("which customer reported the invoice problem?", tenant="acme")
     embedder.embed(["something else the caller does meanwhile"])  # the worker serves both
     vector = wait()
     assert np.allclose(vector, minilm.embed(["which customer reported the invoice problem?"])[0], atol=1e-5)
     passes = embedder.passes
-    kept = embedder.start_query("which customer reported the invoice problem?")
+    kept = embedder.start_query("which customer reported the invoice problem?", tenant="acme")
     assert wait.ready() and kept.ready()  # waited for, and kept: neither call would wait
     again = kept()
     assert embedder.passes == passes and np.allclose(again, vector, atol=1e-6)  # from the cache, no pass
+
+
+def test_given_a_question_kept_for_one_tenant_then_another_tenants_same_question_runs_the_model(minilm):
+    """A vector kept for one tenant never answers another's: a faster answer would tell the second
+    tenant what the first asked (or which names its memories hold)."""
+    embedder = MiniLMEmbedder()
+    embedder._model = minilm._load()
+    embedder.start_query("did Kalomiten Foods pay late?", tenant="acme")()
+    passes = embedder.passes
+    other = embedder.start_query("did Kalomiten Foods pay late?", tenant="globex")
+    assert not other.ready() or embedder.passes == passes + 1
+    other()
+    assert embedder.passes == passes + 1
+    embedder.start_queries(["did Kalomiten Foods pay late?"], tenant="globex")[0]()
+    assert embedder.passes == passes + 1  # kept for globex now
+    embedder.start_query("did Kalomiten Foods pay late?")()
+    assert embedder.passes == passes + 2  # no tenant: nothing kept, nothing found
+
+
+def test_given_a_stored_text_embedded_twice_then_the_model_runs_twice(minilm):
+    """Stored texts are not kept: a faster write would say that someone wrote the same text."""
+    embedder = MiniLMEmbedder()
+    embedder._model = minilm._load()
+    first = embedder.embed(["Invoice 88 was paid late", "Invoice 88 was paid late"])  # one text, once
+    passes = embedder.passes
+    again = embedder.embed(["Invoice 88 was paid late"])
+    assert embedder.passes == passes + 1 and embedder.texts_encoded >= 2
+    assert np.allclose(first[0], first[1]) and np.allclose(first[0], again[0], atol=1e-6)

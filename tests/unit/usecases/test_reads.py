@@ -300,7 +300,7 @@ class BackgroundEmbedderDouble:
     def embed(self, texts):
         return self.real.embed(texts)
 
-    def start_query(self, text):
+    def start_query(self, text, tenant=None):
         self.started.append(text)
 
         def wait():

@@ -29,7 +29,7 @@ class RecordingEmbedderDouble:
     def embed(self, texts):
         return self.real.embed(texts)
 
-    def start_query(self, text):
+    def start_query(self, text, tenant=None):
         self.events.append(("start", text))
 
         def wait():
@@ -114,7 +114,7 @@ class ReadyEmbedderDouble:
     def embed(self, texts):
         return self.real.embed(texts)
 
-    def start_query(self, text):
+    def start_query(self, text, tenant=None):
         vector = self.real.embed([text])[0]
 
         class Done:
@@ -161,7 +161,7 @@ def test_given_a_recall_then_its_search_by_words_keeps_half_the_pool_and_at_leas
 
 def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_their_mean_direction(embedder):
     recording = RecordingEmbedderDouble(embedder)
-    vector = names_vector(recording, ["Kirsty", "Porto"]).value()
+    vector = names_vector(recording, ["Kirsty", "Porto"], "acme").value()
     assert [text for kind, text in recording.events if kind == "start"] == ["Kirsty", "Porto"]
     kirsty, porto = embedder.embed(["Kirsty", "Porto"])
     total = [float(a) + float(b) for a, b in zip(kirsty, porto, strict=True)]
@@ -173,7 +173,9 @@ def test_given_many_names_when_embedded_then_only_the_first_two_are_passed_to_th
     """Each name the model has not seen is one more text of a pass; the rest are searched by words."""
     recording = RecordingEmbedderDouble(embedder)
     names = ["Kirsty", "Porto", "Velorasa", "Kalomiten"]
-    assert names_vector(recording, names).value() == pytest.approx(names_vector(embedder, names[:2]).value(), abs=1e-6)
+    assert names_vector(recording, names, "acme").value() == pytest.approx(
+        names_vector(embedder, names[:2], "acme").value(), abs=1e-6
+    )
     assert [text for kind, text in recording.events if kind == "start"] == ["Kirsty", "Porto"]
 
 

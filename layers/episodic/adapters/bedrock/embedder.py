@@ -1,8 +1,8 @@
 """Embeddings from Amazon Bedrock: Titan Text Embeddings V2.
 
 Titan V2 embeds one text per ``InvokeModel`` call, so "batching" here means: de-duplicate
-the texts, answer what the LRU cache already holds, and send the misses concurrently on a
-bounded thread pool. Results come back in input order.
+the texts and send them concurrently on a bounded thread pool. Results come back in input order.
+A tenant's questions are kept in an LRU cache of its own (:meth:`TitanEmbedder.embed_query`).
 
 The bedrock-runtime client comes from the composition root, which decides region,
 credentials and retries. It should be built with
@@ -117,7 +117,7 @@ class TitanEmbedder:
         self._normalize = normalize
         self._max_workers = max_workers
         self._sleep = sleep
-        self._cache: OrderedDict[str, Float32Vector] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], Float32Vector] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
 
@@ -130,30 +130,38 @@ class TitanEmbedder:
         return self._dimensions
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
-        """One vector per text, in input order; each distinct text is sent to Bedrock at most once.
+        """One vector per text, in input order; each distinct text is sent to Bedrock once. Stored
+        texts are not kept: a faster write would tell a tenant that someone wrote the same text.
 
         If a text fails, the texts not yet sent are cancelled and the first error is raised.
         """
         inputs = [text[:MAX_INPUT_CHARS] for text in texts]
-        found: dict[str, Float32Vector] = {}
-        with self._cache_lock:
-            for text in inputs:
-                cached = self._cache.get(text)
-                if cached is not None:
-                    self._cache.move_to_end(text)
-                    found[text] = cached
-        misses = [text for text in dict.fromkeys(inputs) if text not in found]
-        if misses:
-            workers = min(self._max_workers, len(misses))
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="titan-embed") as pool:
-                vectors = list(pool.map(self._embed_one, misses))
-            with self._cache_lock:
-                for text, vector in zip(misses, vectors, strict=True):
-                    found[text] = vector
-                    self._cache[text] = vector
-                    while len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+        misses = list(dict.fromkeys(inputs))
+        if not misses:
+            return []
+        workers = min(self._max_workers, len(misses))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="titan-embed") as pool:
+            found = dict(zip(misses, pool.map(self._embed_one, misses), strict=True))
         return [found[text] for text in inputs]
+
+    def embed_query(self, text: str, tenant: str | None = None) -> Float32Vector:
+        """A question (or a name recall widens with): kept in the LRU for ``tenant``'s next ones
+        when given (agents repeat them), never for another tenant's, whose faster answer would
+        tell it what this one asked or holds."""
+        key = None if tenant is None else (tenant, text[:MAX_INPUT_CHARS])
+        if key is not None:
+            with self._cache_lock:
+                cached = self._cache.get(key)
+                if cached is not None:
+                    self._cache.move_to_end(key)
+                    return cached
+        vector = self._embed_one(text[:MAX_INPUT_CHARS])
+        if key is not None:
+            with self._cache_lock:
+                self._cache[key] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return vector
 
     def _embed_one(self, text: str) -> Float32Vector:
         """Invoke Titan for one text, waiting and retrying while it is throttled or not ready."""

@@ -49,7 +49,7 @@ class E5Embedder:
     def __init__(self, cache_size: int = 2048) -> None:
         self._passages = _Model()
         self._questions = _Model()
-        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._cache_size = cache_size
 
@@ -65,18 +65,23 @@ class E5Embedder:
         vectors = self._passages.run(lambda model: model.passage([_bounded(model, t, False) for t in texts]))
         return list(vectors.reshape(len(texts), DIMENSION))
 
-    def embed_query(self, text: str) -> Any:
-        """A question asked of the memory, as a query (kept in a small LRU: agents repeat them)."""
-        with self._cache_lock:
-            cached = self._cache.get(text)
-            if cached is not None:
-                self._cache.move_to_end(text)
-                return cached
+    def embed_query(self, text: str, tenant: str | None = None) -> Any:
+        """A question asked of the memory, as a query; kept in a small LRU for ``tenant``'s next
+        questions when given (agents repeat them), never for another tenant's: a faster answer
+        would tell one tenant what another asked."""
+        key = None if tenant is None else (tenant, text)
+        if key is not None:
+            with self._cache_lock:
+                cached = self._cache.get(key)
+                if cached is not None:
+                    self._cache.move_to_end(key)
+                    return cached
         vector = self._questions.run(lambda model: model.query(_bounded(model, text, True)))
-        with self._cache_lock:
-            self._cache[text] = vector
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        if key is not None:
+            with self._cache_lock:
+                self._cache[key] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
         return vector
 
 

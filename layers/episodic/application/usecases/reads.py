@@ -95,7 +95,7 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        pending = None if query is None else start_embedding(deps.embedder, query)
+        pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id)
         ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained)
         if not ranked and query is not None and explained.time_phrase is not None:
             # The window came from the words, not from the caller, and held nothing: search all

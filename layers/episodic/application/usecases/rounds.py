@@ -48,22 +48,22 @@ question's recall at 0.5 (dev 0.823 against 0.824, test 0.806 against 0.805) and
 (dev 0.820) and 1.0 (dev 0.813)."""
 
 
-def query_vector(embedder: Embedder, text: str) -> Vector:
-    """``text`` embedded as a question: through ``embed_query`` where the embedder has one
-    (see :class:`~episodic.application.ports.Embedder`), else like a stored text."""
+def query_vector(embedder: Embedder, text: str, tenant: str) -> Vector:
+    """``text`` embedded as ``tenant``'s question: through ``embed_query`` where the embedder has
+    one (see :class:`~episodic.application.ports.Embedder`), else like a stored text."""
     as_query = getattr(embedder, "embed_query", None)
-    return as_query(text) if as_query is not None else embedder.embed([text])[0]
+    return as_query(text, tenant=tenant) if as_query is not None else embedder.embed([text])[0]
 
 
-def start_embedding(embedder: Embedder, text: str) -> PendingVector:
-    """``text``'s embedding as a question, started now: an embedder that can run it in the
-    background (``start_query``) does so while recall searches by words; any other runs when
+def start_embedding(embedder: Embedder, text: str, tenant: str) -> PendingVector:
+    """``text``'s embedding as ``tenant``'s question, started now: an embedder that can run it in
+    the background (``start_query``) does so while recall searches by words; any other runs when
     the vector is first read. When the embedder is unavailable the vector is ``None`` and
     recall goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
     start = getattr(embedder, "start_query", None)
     if start is None:
-        return PendingVector(lambda: query_vector(embedder, text))
-    wait = start(text)
+        return PendingVector(lambda: query_vector(embedder, text, tenant))
+    wait = start(text, tenant=tenant)
     return PendingVector(wait, getattr(wait, "ready", None))
 
 
@@ -84,21 +84,21 @@ of them (dev 0.819 against 0.818; test 0.809 against 0.808); one lost (dev 0.815
 read 0.817."""
 
 
-def names_vector(embedder: Embedder, names: Sequence[str]) -> PendingVector:
+def names_vector(embedder: Embedder, names: Sequence[str], tenant: str) -> PendingVector:
     """The names' vector: the mean direction of each of the first :data:`NAMES_EMBEDDED` names
     embedded alone, all started now (in one request where the embedder takes several,
     ``start_queries``: one pass of the model for all).
 
     One name at a time, because names recur (the customers, products and people of a tenant) and
-    the embedder keeps what it embedded: a recall whose names were all seen before waits for no
-    model pass at all. The mean read the same as the names embedded together on the conversation
+    the embedder keeps what it embedded for the tenant: a recall whose names were all seen before
+    waits for no model pass at all. The mean read the same as the names embedded together on the conversation
     benchmark (dev 0.821 against 0.820, test 0.808 against 0.808)."""
     wanted = list(names[:NAMES_EMBEDDED])
     start_all = getattr(embedder, "start_queries", None)
     if start_all is not None:
-        each = [PendingVector(wait, getattr(wait, "ready", None)) for wait in start_all(wanted)]
+        each = [PendingVector(wait, getattr(wait, "ready", None)) for wait in start_all(wanted, tenant=tenant)]
     else:
-        each = [start_embedding(embedder, name) for name in wanted]
+        each = [start_embedding(embedder, name, tenant) for name in wanted]
 
     def mean() -> Vector | None:
         vectors = [floats(v) for v in (pending.value() for pending in each) if v is not None]
@@ -181,7 +181,7 @@ class SearchRounds:
         words = self.search(query, None)
         episodes = self.admitted([c.event_id for c in words.items])
         names = self._names(query, words.items, episodes) if request.widen else []
-        toward = names_vector(self.deps.embedder, names) if names else None
+        toward = names_vector(self.deps.embedder, names, self.caller.tenant_id) if names else None
         second_words = self.search(f"{query} {' '.join(names)}", None) if names else RecallCandidates()
         # read before the vector is waited for, as the first round's are
         episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
@@ -205,7 +205,7 @@ class SearchRounds:
         first = self.search(query, pending)
         episodes = self.admitted([c.event_id for c in first.items])
         names = self._names(query, first.items, episodes) if request.widen else []
-        toward = names_vector(self.deps.embedder, names) if names else None
+        toward = names_vector(self.deps.embedder, names, self.caller.tenant_id) if names else None
         vector = resolved(pending)
         found = Found(first, episodes, vector)
         if names:
