@@ -83,9 +83,8 @@ SIZE = 64 * 1024
 
 def _judge_seconds(policy: WritePolicy, proposal: EpisodeProposal) -> float:
     from episodic.domain.model import Caller, Role
-    from episodic.domain.policy import instruction_model, instructions
+    from episodic.domain.policy import instruction_model
 
-    instructions.kinds.cache_clear()
     instruction_model.word_buckets.cache_clear()
     caller = Caller(tenant_id="bench", role=Role.AGENT, principal_id="bench:policy")
     started = time.perf_counter()

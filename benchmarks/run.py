@@ -123,10 +123,9 @@ RECALL_STAGES = {
 
 
 def _forget_policy_caches() -> None:
-    """Empty the write policy's memo caches, so a timed run judges every text afresh."""
-    from episodic.domain.policy import instruction_model, instructions
+    """Empty the write policy's memo cache of words, so a timed run judges every text afresh."""
+    from episodic.domain.policy import instruction_model
 
-    instructions.kinds.cache_clear()
     instruction_model.word_buckets.cache_clear()
 
 

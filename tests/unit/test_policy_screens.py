@@ -127,7 +127,7 @@ def _single_patterns_agree(plain: str) -> None:
 
 def _agree(text: str) -> None:
     _single_patterns_agree(text)
-    assert instructions.kinds.__wrapped__(text) == _instruction_kinds_unscreened(text)
+    assert instructions.kinds(text) == _instruction_kinds_unscreened(text)
     assert secrets.redact(text) == secrets._redacted(text)
     english = _english_disclosures_unscreened(text)
     assert english <= set(sensitivity.disclosures(text))

@@ -26,7 +26,6 @@ from benchmarks import pathological
 from episodic.domain.model import Caller, Role
 from episodic.domain.policy import WritePolicy
 from episodic.domain.policy.instruction_model import word_buckets
-from episodic.domain.policy.instructions import kinds
 from tests.support.fuzzing import FUZZ_SELECTED
 
 CALLER = Caller(tenant_id="acme", role=Role.AGENT, principal_id="test:work")
@@ -38,7 +37,6 @@ longer text brings (a payload long enough to be decoded, one more reading)."""
 
 def steps(work: Callable[[], Any]) -> int:
     """How many lines the interpreter runs for ``work()``, caches emptied first."""
-    kinds.cache_clear()
     word_buckets.cache_clear()
     count = 0
 

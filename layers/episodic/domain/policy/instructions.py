@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from episodic.domain import linear
 from episodic.domain.linear import Pattern, ascii_words
@@ -132,9 +131,11 @@ def _screened(readings: dict[str, tuple[str, ...]]) -> str:
     )
 
 
-@lru_cache(maxsize=4096)
 def kinds(text: str) -> frozenset[str]:
-    """Which families (``injection``, ``delimiter``, ``standing_order``) any reading of ``text`` shows."""
+    """Which families (``injection``, ``delimiter``, ``standing_order``) any reading of ``text`` shows.
+
+    Not memoised: a cache by text would keep proposals' raw text (secrets before redaction, texts
+    since erased) in memory, and answer a text some tenant wrote before measurably faster."""
     seen = views(text)
     readings = {_WORDS: seen.words, _LATIN: seen.latin, _SQUASHED: seen.squashed}
     if _SCREEN.search(_screened(readings)) is None:
