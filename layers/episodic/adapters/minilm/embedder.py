@@ -6,10 +6,9 @@ where that cannot be had (:mod:`.minilm_runtime`). It loads lazily and once per
 process, in a background thread when the server starts, so the first request does not
 pay for it. Texts are embedded in batches.
 
-A small LRU cache spares a tenant's repeated questions and names, kept per tenant: a vector kept
-for one tenant never answers another's question, so no tenant can tell by a faster answer what
-another asked or holds. Stored texts are not kept at all (a write is rarely repeated, and a faster
-write would say that someone wrote the same text before).
+A small LRU cache spares a tenant's repeated questions and names, kept per tenant
+(:mod:`episodic.adapters.question_cache`). Stored texts are not kept at all (a write is rarely
+repeated, and a faster write would say that someone wrote the same text before).
 
 Callers never run the model themselves: they queue their texts, and worker threads each take
 whatever is waiting into one forward pass, so concurrent queries share passes. A pass of one or
@@ -23,13 +22,13 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from episodic.adapters.minilm.runtime import DIMENSION, Runtime, load_runtime
+from episodic.adapters.question_cache import QuestionCache
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -93,10 +92,7 @@ class MiniLMEmbedder:
         self._model_cache = model_cache
         self._model: Any = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
-        """Questions' vectors by (tenant, text): one tenant's never answer another's (see the module docstring)."""
-        self._cache_size = cache_size
-        self._cache_lock = threading.Lock()
+        self._cache = QuestionCache(cache_size)
         self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._wanted_workers = 0
@@ -135,13 +131,10 @@ class MiniLMEmbedder:
         one request, so that one worker takes them into one pass (a second round's names: two
         passes would each pay the model's fixed cost)."""
         waits: list[Callable[[], Any] | None] = [None] * len(texts)
-        if tenant is not None:
-            with self._cache_lock:
-                for i, text in enumerate(texts):
-                    cached = self._cache.get((tenant, text))
-                    if cached is not None:
-                        self._cache.move_to_end((tenant, text))
-                        waits[i] = _Waiting(_kept(cached), lambda: True)
+        for i, text in enumerate(texts):
+            cached = self._cache.get(tenant, text)
+            if cached is not None:
+                waits[i] = _Waiting(_kept(cached), lambda: True)
         missing = list(dict.fromkeys(text for text, wait in zip(texts, waits, strict=True) if wait is None))
         if missing:
             pending = self._submit(missing)
@@ -154,17 +147,10 @@ class MiniLMEmbedder:
     def _waiter(self, pending: _Pending, tenant: str | None, text: str, position: int) -> Callable[[], Any]:
         def wait() -> Any:
             vector = self._collect(pending)[position]
-            if tenant is not None:
-                self._keep((tenant, text), vector)
+            self._cache.put(tenant, text, vector)
             return vector
 
         return wait
-
-    def _keep(self, key: tuple[str, str], vector: Any) -> None:
-        with self._cache_lock:
-            self._cache[key] = vector
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
 
     def _through_worker(self, texts: list[str]) -> list[Any]:
         """The vectors of ``texts``, computed by a worker in its next forward pass."""

@@ -91,8 +91,8 @@ def names_vector(embedder: Embedder, names: Sequence[str], tenant: str) -> Pendi
 
     One name at a time, because names recur (the customers, products and people of a tenant) and
     the embedder keeps what it embedded for the tenant: a recall whose names were all seen before
-    waits for no model pass at all. The mean read the same as the names embedded together on the conversation
-    benchmark (dev 0.821 against 0.820, test 0.808 against 0.808)."""
+    waits for no model pass at all. The mean read the same as the names embedded together on the
+    conversation benchmark (dev 0.821 against 0.820, test 0.808 against 0.808)."""
     wanted = list(names[:NAMES_EMBEDDED])
     start_all = getattr(embedder, "start_queries", None)
     if start_all is not None:

@@ -21,6 +21,7 @@ import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import NamedTuple
 
 from episodic.domain.model import Confidence, Episode, EventType, RecallItem, ScoreComponents, SourceTrust
@@ -198,7 +199,7 @@ class Ranker:
         if len(best) < limit:
             return unread
         floor, share = best[-1][0], weights["relevance"]
-        relevance_of = rounds.relevances()
+        relevance_of = rounds.relevances
         return [i for i in unread if share * relevance_of.get(i, 0.0) + (1.0 - share) + _ROUNDING >= floor]
 
     def _best(
@@ -224,7 +225,7 @@ class Ranker:
         compared = any(meaning for i, (_, _, meaning) in rounds.first.items() if i in episodes)  # else no floor
         w_relevance, w_recency, w_importance, w_trust, w_confidence = (weights[k] for k in COMPONENTS)
         rest = w_recency + w_importance + w_trust + w_confidence
-        relevance_of = rounds.relevances()
+        relevance_of = rounds.relevances
         if not has_query:
             relevance_of = dict.fromkeys(relevance_of, 0.0)
         reach = {event_id: w_relevance * most + rest for event_id, most in relevance_of.items() if event_id in episodes}
@@ -335,8 +336,10 @@ class _Rounds:
     first: dict[str, tuple[float, float, float]]
     second: dict[str, tuple[float, float, float]] | None
 
+    @cached_property
     def relevances(self) -> dict[str, float]:
-        """Each candidate's relevance (:meth:`of`'s first), for all of them at once."""
+        """Each candidate's relevance (:meth:`of`'s first), for all of them at once (computed once:
+        :meth:`Ranker.worth_reading` reads it for the best and for the unread)."""
         if self.second is None:
             return {event_id: signals[0] for event_id, signals in self.first.items()}
         first, second, nothing = self.first, self.second, (0.0, 0.0, 0.0)
