@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from episodic.adapters.minilm import embedder as embedder_module
 from episodic.adapters.minilm.embedder import MiniLMEmbedder
 
 TEXTS = [f"Ticket {n}: the customer in {city} asked about invoice {n * 7}" for n, city in
@@ -76,25 +77,62 @@ class SlowRuntimeDouble:
         return np.zeros((len(texts), 384), dtype=np.float32)
 
 
-def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_runs_beside_it():
-    embedder = MiniLMEmbedder(cache_size=0, passes_at_once=2)
-    embedder._model = SlowRuntimeDouble()
-    callers = [threading.Thread(target=embedder.embed, args=([f"text {n}"],)) for n in range(2)]
-    for caller in callers:
-        caller.start()
-        time.sleep(0.05)  # the second arrives while the first pass runs
-    for caller in callers:
-        caller.join(timeout=10)
-    assert embedder._model.most_at_once == 2 and embedder.passes == 2
-    one = MiniLMEmbedder(cache_size=0, passes_at_once=1)
-    one._model = SlowRuntimeDouble()
-    callers = [threading.Thread(target=one.embed, args=([f"text {n}"],)) for n in range(2)]
+def _two_callers(embedder: MiniLMEmbedder, texts: int = 1) -> None:
+    """Two callers, the second arriving while the first one's pass runs."""
+    batches = [[f"text {n}.{i}" for i in range(texts)] for n in range(2)]
+    callers = [threading.Thread(target=embedder.embed, args=(batch,)) for batch in batches]
     for caller in callers:
         caller.start()
         time.sleep(0.05)
     for caller in callers:
         caller.join(timeout=10)
-    assert one._model.most_at_once == 1  # one worker: the second waits for the next pass
+
+
+def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_runs_beside_it(monkeypatch):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
+    embedder = MiniLMEmbedder(cache_size=0, passes_at_once=2)
+    embedder._model = SlowRuntimeDouble()
+    _two_callers(embedder)
+    assert embedder._model.most_at_once == 2 and embedder.passes == 2
+    one = MiniLMEmbedder(cache_size=0, passes_at_once=1)
+    one._model = SlowRuntimeDouble()
+    _two_callers(one)
+    assert one._model.most_at_once == 1  # one worker, no idle core: the second waits for the next pass
+
+
+def test_given_one_worker_in_a_pass_and_an_idle_core_then_a_small_request_runs_beside_it(monkeypatch):
+    """The spare worker: a recall's names need not wait for its question's pass when a core is idle."""
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    one = MiniLMEmbedder(cache_size=0, passes_at_once=1)
+    one._model = SlowRuntimeDouble()
+    _two_callers(one)
+    assert one._model.most_at_once == 2 and one.passes == 2
+    batch = MiniLMEmbedder(cache_size=0, passes_at_once=1)
+    batch._model = SlowRuntimeDouble()
+    _two_callers(batch, texts=embedder_module.SMALL_PASS + 1)
+    assert batch._model.most_at_once == 1  # a batch is no small request: it queues
+
+
+def test_given_a_runtime_that_cannot_run_passes_side_by_side_then_nothing_goes_to_the_spare_worker(monkeypatch):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    embedder = MiniLMEmbedder(cache_size=0)
+    embedder._model = SlowRuntimeDouble()
+    embedder._model.parallel_passes = False  # PyTorch: its thread count is global to the process
+    _two_callers(embedder)
+    assert embedder._model.most_at_once == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "spare"),
+    [("0.50 0.40 0.30 1/84 2424\n", True), ("3.10 2.00 1.50 {cores}/90 2424\n", True),
+     ("3.10 2.00 1.50 {over}/90 2424\n", False), ("garbled\n", False)],
+)  # fmt: skip
+def test_spare_core_reads_the_runnable_tasks_against_the_cores_this_process_may_use(tmp_path, content, spare):
+    cores = embedder_module._allowed_cores()
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(content.format(cores=cores, over=cores + 1))
+    assert embedder_module.spare_core(str(loadavg)) is spare
+    assert embedder_module.spare_core(str(tmp_path / "missing")) is False
 
 
 def test_given_a_started_query_when_waited_for_then_it_is_the_embedding_and_is_kept_for_next_time(minilm):
