@@ -114,12 +114,12 @@ def _recall_bound(tickets: dict[str, Any]) -> str:
     model = tickets["model_p50_ms"]
     return (
         f"{tickets['widened_share']:.0%} of the recalls run a second round; its names come from the first "
-        f"round's words and their embedding (often cached; two names at most) is queued behind the question's. "
-        f"Both rounds' word searches (in-memory BM25, ~0.5 ms each) and candidate reads run while the model "
-        f"embeds the question; the search by meaning, ranking, the read audit and the response come after it "
-        f"(profile below); 2x leaves {model:.1f} ms beside the one query. With many names the cache rarely has "
-        f"them: the names' pass (~2-3 ms on one core however short) then runs after the question's, and the "
-        f"recall waits for it"
+        f"round's words and their embedding (often cached; two names at most) runs beside the question's on an "
+        f"idle core (the spare model worker). Both rounds' word searches (in-memory BM25, ~0.5 ms each) and "
+        f"candidate reads run while the model embeds the question; the search by meaning, ranking, the read "
+        f"audit and the response come after it (profile below); 2x leaves {model:.1f} ms beside the one query. "
+        f"With many names the cache rarely has them, and the names' pass (~2-3 ms on one core however short) "
+        f"often ends after the question's"
     )
 
 

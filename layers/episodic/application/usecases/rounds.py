@@ -4,11 +4,12 @@ items mention, each round by words and by meaning.
 Why the names come from the search by words: the model is still embedding the question while the
 index searches its words, so names taken from the best items by words are known before the
 question's vector is. Their embedding (:func:`names_vector`, a few tokens, often kept from an
-earlier recall) is queued while the question's pass runs, and the second round's words are searched
-meanwhile, so a widened recall no longer waits for the first round's search by meaning before it
-asks the model again. On the conversation benchmark the names from the best items by words read dev
-0.821 / test 0.808 against 0.826 / 0.803 from the best items by words and meaning together
-(docs/decisions.md, "Names for a second round come from the words").
+earlier recall) is started while the question's pass runs (beside it when a core is idle: the local
+embedder's spare worker), and the second round's words are searched meanwhile, so a widened recall
+no longer waits for the first round's search by meaning before it asks the model again. On the
+conversation benchmark the names from the best items by words read dev 0.821 / test 0.808 against
+0.826 / 0.803 from the best items by words and meaning together (docs/decisions.md, "Names for a
+second round come from the words").
 
 An index that searches words and meaning apart (:class:`~episodic.application.ports.SearchesApart`, the
 local store) is asked for each on its own, so the words overlap the model, and for both rounds' meaning
