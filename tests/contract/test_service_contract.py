@@ -226,6 +226,23 @@ def test_given_the_newest_episode_erased_when_another_is_written_then_recall_fin
     )  # found by meaning alone
 
 
+def test_given_an_erasure_then_the_embedder_keeps_nothing_it_embedded_for_that_tenant(service):
+    """A widened recall's names are words of the tenant's memories, and a kept vector answers faster
+    than one never seen: after an erasure the tenant's kept questions and names go, another's stay."""
+    kept = service.deps.embedder._cache
+    gone = service.writes.remember(AGENT, proposal(summary="Priya Raman from Kalomiten Foods asked for a refund"))
+    service.writes.remember(AGENT, proposal(summary="Kalomiten Foods renewed its contract"))
+    service.writes.remember(OTHER_TENANT_AGENT, proposal(summary="Kalomiten Foods renewed its contract"))
+    question = "who asked about the contract renewal?"
+    for caller in (AGENT, OTHER_TENANT_AGENT):
+        service.reads.recall(caller, RecallRequest(query=question))
+    assert kept.get("acme", question) is not None and kept.get("globex", question) is not None
+    service.erasure.erase(AGENT, gone.event_id)
+    assert kept.get("acme", question) is None
+    assert not [key for key in kept._kept if key[0] == "acme"]
+    assert kept.get("globex", question) is not None
+
+
 def test_given_a_retained_episode_when_an_agent_erases_it_then_only_an_operator_may(service):
     held = service.writes.remember(AGENT, proposal(retention={"deleteOnRequest": False}))
     with pytest.raises(ForbiddenError):

@@ -98,3 +98,28 @@ def test_given_an_erasure_through_another_process_then_the_vector_leaves_this_on
     assert tenant.matrix[tenant.positions(np.array([9]))].any()  # the others stay
     other.close()
     store.close()
+
+
+def test_given_an_erasure_by_any_process_then_the_next_search_tells_whose_episodes_went(tmp_path):
+    """What an embedder keeps for a tenant (its questions, the names its recalls widened with) is
+    dropped once its episodes are erased, whichever process erased them: the store tells whom at
+    its next search of the tenant, and only when the tenant's deletes moved."""
+    told: list[str] = []
+    path = tmp_path / "db.sqlite"
+    filled(path, 20)[0].close()
+    store = SqliteStore(path, embedder="m", on_erasures=told.append)
+    other = SqliteStore(path, embedder="m")
+    query = vectors(20)[3]
+    nearest(store, query)
+    nearest(store, query)
+    assert told == []  # nothing deleted since the first search
+    other.episodes.apply(Changes(tenant_id="acme", delete=["E0003"]))
+    assert told == []  # heard of at the next search, not before
+    nearest(store, query)
+    assert told == ["acme"]
+    nearest(store, query)
+    store.episodes.apply(Changes(tenant_id="acme", delete=["E0004"]))  # this process's own erasure
+    nearest(store, query)
+    assert told == ["acme", "acme"]
+    other.close()
+    store.close()

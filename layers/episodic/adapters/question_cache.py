@@ -4,6 +4,10 @@ Agents repeat their questions, and a tenant's names recur from one widened recal
 an embedder keeps the vectors it made for them. It keeps them by tenant and text: a vector kept for
 one tenant never answers another tenant's question, whose faster answer would tell it what the
 first asked or which names its memories hold. A question asked for no tenant is not kept at all.
+
+When a tenant's episodes are erased, what is kept for it goes too (:meth:`QuestionCache.forget_tenant`):
+names a recall widened with are words of its memories, and a vector kept for a name only erased
+episodes held would still answer faster than one never seen.
 """
 
 from __future__ import annotations
@@ -40,3 +44,9 @@ class QuestionCache:
             self._kept.move_to_end((tenant, text))
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
+
+    def forget_tenant(self, tenant: str) -> None:
+        """Drop everything kept for ``tenant``."""
+        with self._lock:
+            for key in [key for key in self._kept if key[0] == tenant]:
+                del self._kept[key]

@@ -55,7 +55,8 @@ def build_local_service(
     blas_on_one_thread()  # before any vector is searched
     data_dir = _data_dir(settings)
     embedder = embedder or local_embedder(settings)
-    store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name)
+    forget_tenant = getattr(embedder, "forget_tenant", None)  # erased in another process: drop its names
+    store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name, on_erasures=forget_tenant)
     sender, closers = _webhook(settings), [store.close]
     if sender is not None:
         store.outbox.start_from_now()

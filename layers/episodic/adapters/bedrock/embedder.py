@@ -152,6 +152,10 @@ class TitanEmbedder:
             self._cache.put(tenant, text, vector)
         return vector
 
+    def forget_tenant(self, tenant: str) -> None:
+        """Drop the vectors kept for ``tenant``'s questions and names (its episodes were erased)."""
+        self._cache.forget_tenant(tenant)
+
     def _embed_one(self, text: str) -> Float32Vector:
         """Invoke Titan for one text, waiting and retrying while it is throttled or not ready."""
         body = json.dumps({"inputText": text, "dimensions": self._dimensions, "normalize": self._normalize})

@@ -74,6 +74,10 @@ class E5Embedder:
             self._cache.put(tenant, text, vector)
         return vector
 
+    def forget_tenant(self, tenant: str) -> None:
+        """Drop the vectors kept for ``tenant``'s questions and names (its episodes were erased)."""
+        self._cache.forget_tenant(tenant)
+
 
 class _Model:
     """One instance of the engine, loaded on first use, one pass at a time."""

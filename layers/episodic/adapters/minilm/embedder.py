@@ -161,6 +161,10 @@ class MiniLMEmbedder:
                     waits[i] = _Waiting(self._waiter(pending, tenant, text, position[text]), pending.done.is_set)
         return [wait for wait in waits if wait is not None]
 
+    def forget_tenant(self, tenant: str) -> None:
+        """Drop the vectors kept for ``tenant``'s questions and names (its episodes were erased)."""
+        self._cache.forget_tenant(tenant)
+
     def _waiter(self, pending: _Pending, tenant: str | None, text: str, position: int) -> Callable[[], Any]:
         def wait() -> Any:
             vector = self._collect(pending)[position]

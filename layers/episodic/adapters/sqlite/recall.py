@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -52,11 +52,23 @@ class RecallReads:
     """Words and meaning are two queries here, so asking for one costs only that one."""
 
     def __init__(
-        self, db: Database, vectors: VectorSearch, words: WordIndex, scopes: ScopeCache, embedder: str | None
+        self,
+        db: Database,
+        vectors: VectorSearch,
+        words: WordIndex,
+        scopes: ScopeCache,
+        embedder: str | None,
+        on_erasures: Callable[[str], None] | None = None,
     ) -> None:
         """``embedder`` names the model whose vectors a query is compared with when the caller names
-        none: episodes embedded by another model take part by BM25 only until they are re-embedded."""
+        none: episodes embedded by another model take part by BM25 only until they are re-embedded.
+        ``on_erasures`` is told a tenant's name when a search finds that its episodes were deleted
+        (by any process) since this process's last search of it: the embedder drops what it keeps
+        for the tenant."""
         self.db, self.vectors, self.words, self.scopes, self.embedder = db, vectors, words, scopes, embedder
+        self._on_erasures = on_erasures
+        self._erasures_seen: dict[str, int] = {}
+        """Each tenant's count of deletes (``tenant_erasures``) at this process's last search of it."""
         self._event_ids: dict[int, str] = {}
         """The event id of each rowid the search by meaning has returned. A rowid names one row
         for good (rowids are never reused, :data:`.writes.ROWID_FLOOR`), so a pair never goes
@@ -157,12 +169,22 @@ class RecallReads:
         queries = [np.asarray(vector, dtype=np.float32) for vector in query_vectors]
         found = []
         tenant = scope.tenant_id
-        self.vectors.forget_gone(tenant, erasures_of(conn, tenant), lambda: live_rowids(conn, tenant))
+        erasures = erasures_of(conn, tenant)
+        self.vectors.forget_gone(tenant, erasures, lambda: live_rowids(conn, tenant))
+        self._saw_erasures(tenant, erasures)
         for top, sims, _ in self.vectors.search_many(conn, tenant, embedder, rowids, queries, pool_size):
             rows = top.tolist()
             names = self._named(conn, rows)
             found.append({names[r]: v for r, v in zip(rows, sims.tolist(), strict=True) if r in names})
         return found
+
+    def _saw_erasures(self, tenant: str, erasures: int) -> None:
+        """Tell ``on_erasures`` when ``tenant``'s count of deletes moved since the last search (the first
+        search of a tenant only notes it: what was kept before it was kept after any earlier delete)."""
+        seen = self._erasures_seen.get(tenant)
+        self._erasures_seen[tenant] = erasures
+        if seen is not None and seen != erasures and self._on_erasures is not None:
+            self._on_erasures(tenant)
 
     def _named(self, conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
         """``{rowid: event_id}`` for ``rowids`` that still exist, from what is kept where it can.

@@ -31,6 +31,7 @@ checkpointed and truncated after every erasure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from episodic.adapters.sqlite.database import SCHEMA_VERSION, Database
@@ -50,10 +51,15 @@ class SqliteStore:
     """Timeline store, audit log and recall index in one SQLite file, as parts over one database."""
 
     def __init__(
-        self, path: Path | str, embedder: str | None = None, ann_threshold: int = DEFAULT_ANN_THRESHOLD
+        self,
+        path: Path | str,
+        embedder: str | None = None,
+        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+        on_erasures: Callable[[str], None] | None = None,
     ) -> None:
         """``embedder`` names the model whose vectors recall compares with a query's: episodes
-        embedded by another model take part by BM25 only until they are re-embedded."""
+        embedded by another model take part by BM25 only until they are re-embedded. ``on_erasures``
+        hears of a tenant whose episodes any process deleted (:class:`RecallReads`)."""
         self.database = Database(path)
         self.vector_search = VectorSearch(ann_threshold=ann_threshold, directory=vector_index_directory(Path(path)))
         self.word_index = WordIndex()
@@ -62,7 +68,9 @@ class SqliteStore:
         self.reviews, self.audit_log, self.tenants = governance, governance, governance
         maintenance = Maintenance(self.database, self.vector_search, self.word_index)
         self.scans, self.vectors = maintenance, maintenance
-        self.recall = RecallReads(self.database, self.vector_search, self.word_index, ScopeCache(), embedder)
+        self.recall = RecallReads(
+            self.database, self.vector_search, self.word_index, ScopeCache(), embedder, on_erasures
+        )
         self.compaction = self.database
         self.outbox = Outbox(self.database)
         maintenance.refresh_search_text()

@@ -39,7 +39,9 @@ class Embedder(Protocol):
     call may also offer ``ready()``, true once calling it would not wait. ``tenant`` is whose
     question it is: an embedder that keeps questions' vectors keeps each tenant's apart, so a vector
     kept for one never answers another tenant faster (which would tell it what the first asked or
-    holds); ``embed`` keeps nothing across calls for the same reason."""
+    holds); ``embed`` keeps nothing across calls for the same reason. One that keeps them also offers
+    ``forget_tenant(tenant)``, which drops what it keeps for ``tenant``: called when the tenant's
+    episodes are erased, as the names a recall widened with are words of them."""
 
     @property
     def name(self) -> str: ...

@@ -84,6 +84,9 @@ class Erasure:
             deps.episodes.apply(changes)
             if deps.compaction is not None:
                 deps.compaction.compact_after_erasure()
+            forget_tenant = getattr(deps.embedder, "forget_tenant", None)
+            if forget_tenant is not None:  # names recall widened with may be words of what went
+                forget_tenant(caller.tenant_id)
         return ErasureResult(
             erased=all_ids, cascaded=[i for i in cascade if i not in ids], archived_records_deleted=archived
         )
