@@ -65,16 +65,26 @@ class SlowRuntimeDouble:
     def __init__(self) -> None:
         self.running = 0
         self.most_at_once = 0
+        self.ran_on: dict[str, str] = {}
+        """Each text's pass: the name of the worker thread that ran it."""
         self._lock = threading.Lock()
 
     def encode(self, texts, *, threads, batch_size=64):
         with self._lock:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
+            self.ran_on.update(dict.fromkeys(texts, threading.current_thread().name))
         time.sleep(0.2)
         with self._lock:
             self.running -= 1
         return np.zeros((len(texts), 384), dtype=np.float32)
+
+
+def _slow(passes_at_once: int | None = None) -> MiniLMEmbedder:
+    """An embedder whose model is the slow runtime double."""
+    embedder = MiniLMEmbedder(cache_size=0, passes_at_once=passes_at_once)
+    embedder._model = SlowRuntimeDouble()
+    return embedder
 
 
 def _two_callers(embedder: MiniLMEmbedder, texts: int = 1) -> None:
@@ -90,12 +100,10 @@ def _two_callers(embedder: MiniLMEmbedder, texts: int = 1) -> None:
 
 def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_runs_beside_it(monkeypatch):
     monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
-    embedder = MiniLMEmbedder(cache_size=0, passes_at_once=2)
-    embedder._model = SlowRuntimeDouble()
+    embedder = _slow(passes_at_once=2)
     _two_callers(embedder)
     assert embedder._model.most_at_once == 2 and embedder.passes == 2
-    one = MiniLMEmbedder(cache_size=0, passes_at_once=1)
-    one._model = SlowRuntimeDouble()
+    one = _slow(passes_at_once=1)
     _two_callers(one)
     assert one._model.most_at_once == 1  # one worker, no idle core: the second waits for the next pass
 
@@ -103,20 +111,33 @@ def test_given_two_workers_when_callers_arrive_during_a_pass_then_a_second_pass_
 def test_given_one_worker_in_a_pass_and_an_idle_core_then_a_small_request_runs_beside_it(monkeypatch):
     """The spare worker: a recall's names need not wait for its question's pass when a core is idle."""
     monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
-    one = MiniLMEmbedder(cache_size=0, passes_at_once=1)
-    one._model = SlowRuntimeDouble()
+    one = _slow(passes_at_once=1)
     _two_callers(one)
     assert one._model.most_at_once == 2 and one.passes == 2
-    batch = MiniLMEmbedder(cache_size=0, passes_at_once=1)
-    batch._model = SlowRuntimeDouble()
+    batch = _slow(passes_at_once=1)
     _two_callers(batch, texts=embedder_module.SMALL_PASS + 1)
     assert batch._model.most_at_once == 1  # a batch is no small request: it queues
 
 
+def test_given_the_spare_worker_busy_and_the_worker_idle_then_a_request_runs_on_the_worker(monkeypatch):
+    """The spare worker's pass does not make the worker look busy: what comes next is not queued
+    behind the spare pass while the worker has nothing to do."""
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    one = _slow(passes_at_once=1)
+    first = threading.Thread(target=one.embed, args=(["first"],))
+    beside = threading.Thread(target=one.embed, args=(["beside"],))
+    first.start()
+    time.sleep(0.1)
+    beside.start()  # the worker is in a pass: this goes to the spare worker, ending ~0.1 s after it
+    first.join(timeout=10)
+    one.embed(["next"])  # the worker is idle again, the spare one still in its pass
+    beside.join(timeout=10)
+    assert one._model.ran_on == {"first": "minilm-worker-0", "beside": "minilm-spare", "next": "minilm-worker-0"}
+
+
 def test_given_a_runtime_that_cannot_run_passes_side_by_side_then_nothing_goes_to_the_spare_worker(monkeypatch):
     monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
-    embedder = MiniLMEmbedder(cache_size=0)
-    embedder._model = SlowRuntimeDouble()
+    embedder = _slow()
     embedder._model.parallel_passes = False  # PyTorch: its thread count is global to the process
     _two_callers(embedder)
     assert embedder._model.most_at_once == 1

@@ -111,7 +111,7 @@ class MiniLMEmbedder:
         self._worker_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._in_flight = 0
-        """Passes running now (on the lanes and the spare one)."""
+        """Passes the workers are running now (the spare one's not counted)."""
         self._parallel = False
         """Whether the runtime runs passes side by side (decided with :attr:`_wanted_workers`)."""
         self._spare: threading.Thread | None = None
@@ -196,9 +196,7 @@ class MiniLMEmbedder:
         """The spare worker's queue, the worker started on first use (see the module docstring)."""
         with self._worker_lock:
             if self._spare is None or not self._spare.is_alive():
-                self._spare = threading.Thread(
-                    target=self._work, args=(self._spare_pending,), name="minilm-spare", daemon=True
-                )
+                self._spare = threading.Thread(target=self._work, args=(True,), name="minilm-spare", daemon=True)
                 self._spare.start()
         return self._spare_pending
 
@@ -221,11 +219,12 @@ class MiniLMEmbedder:
                 worker.start()
                 self._workers.append(worker)
 
-    def _work(self, waiting: queue.SimpleQueue[_Pending] | None = None) -> None:
+    def _work(self, spare: bool = False) -> None:
         """Forever: take what is waiting (at least one request), encode it in one pass, hand back.
-        Several workers may do this at once (``passes_at_once``), each with what it found waiting."""
+        Several workers may do this at once (``passes_at_once``), each with what it found waiting;
+        the ``spare`` one takes what :meth:`_submit` handed it alone."""
         cores = _cores()
-        waiting = waiting or self._pending
+        waiting, counted = (self._spare_pending, 0) if spare else (self._pending, 1)
         while True:
             gathered = [waiting.get()]
             while True:
@@ -235,7 +234,7 @@ class MiniLMEmbedder:
                     break
             texts = [text for pending in gathered for text in pending.texts]
             with self._count_lock:
-                self._in_flight += 1
+                self._in_flight += counted
             try:
                 threads = 1 if len(texts) <= SMALL_PASS else cores
                 vectors = self._load().encode(texts, threads=threads, batch_size=self.batch_size)
@@ -246,7 +245,7 @@ class MiniLMEmbedder:
                 continue
             finally:
                 with self._count_lock:
-                    self._in_flight -= 1
+                    self._in_flight -= counted
             with self._count_lock:
                 self.passes += 1
                 self.texts_encoded += len(texts)
