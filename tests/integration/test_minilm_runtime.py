@@ -5,14 +5,17 @@ exported once into the model cache and reused, and a graph that fails its check 
 from __future__ import annotations
 
 import logging
+import shutil
 
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from episodic.adapters.minilm import light as light_module
 from episodic.adapters.minilm import runtime as minilm_runtime
 from episodic.adapters.minilm.embedder import MiniLMEmbedder
-from episodic.adapters.minilm.runtime import OnnxMiniLM, TorchMiniLM, load_runtime, onnx_model
+from episodic.adapters.minilm.light import LIGHT_AGREEMENT, light_model
+from episodic.adapters.minilm.runtime import DEFAULT_CACHE, OnnxMiniLM, TorchMiniLM, load_runtime, onnx_model
 from episodic.application.settings import Settings
 
 TEXTS = [
@@ -85,3 +88,37 @@ def test_given_the_runtime_setting_when_the_service_starts_then_it_is_obeyed_and
         Settings.from_env({"EPISODIC_EMBEDDER_RUNTIME": "tensorflow"})
     with pytest.raises(ValueError, match="'onnx' or 'torch'"):
         load_runtime("tensorflow")
+
+
+def test_given_the_onnx_runtime_then_names_take_a_lighter_graph_that_points_the_same_way(onnx_runtime):
+    """The names a recall leans toward go through an 8-bit graph: not the full graph's vectors, but
+    within :data:`LIGHT_AGREEMENT` of them. Everything else still gets the full graph's."""
+    assert onnx_runtime.has_light
+    full = onnx_runtime.encode(TEXTS, threads=1)
+    light = onnx_runtime.encode(TEXTS, threads=1, light=True)
+    assert np.abs(light - full).max() > 1e-3  # another graph indeed
+    assert float(np.min(np.sum(light * full, axis=1))) >= LIGHT_AGREEMENT
+    assert np.allclose(np.linalg.norm(light, axis=1), 1.0, atol=1e-5)
+    assert np.abs(onnx_runtime.encode(TEXTS, threads=1) - full).max() < 1e-6
+
+
+def test_given_a_model_cache_then_the_lighter_graph_is_made_once_beside_the_full_one(tmp_path):
+    full = tmp_path / onnx_model(DEFAULT_CACHE).name
+    shutil.copyfile(onnx_model(DEFAULT_CACHE), full)  # the exported graph, without exporting again
+    made = light_model(full)
+    written = made.stat().st_mtime_ns
+    assert light_model(full) == made and made.stat().st_mtime_ns == written  # not made a second time
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([full.name, made.name])  # no partial file
+
+
+def test_given_a_lighter_graph_that_fails_its_check_then_names_take_the_full_graph_and_the_log_says_why(
+    tmp_path, monkeypatch, caplog
+):
+    shutil.copyfile(onnx_model(DEFAULT_CACHE), tmp_path / onnx_model(DEFAULT_CACHE).name)
+    monkeypatch.setattr(light_module, "LIGHT_AGREEMENT", 1.5)  # no graph can pass: as if it went wrong
+    with caplog.at_level(logging.WARNING, logger=minilm_runtime.__name__):
+        runtime = load_runtime("onnx", tmp_path)
+    assert runtime.name == "onnx" and not runtime.has_light
+    assert "no lighter graph for names" in caplog.text and "agrees with the full one" in caplog.text
+    assert np.abs(runtime.encode(TEXTS[:2], threads=1, light=True) - runtime.encode(TEXTS[:2], threads=1)).max() < 1e-6
+    assert [p.name for p in tmp_path.iterdir()] == [onnx_model(DEFAULT_CACHE).name]  # the rejected one not kept

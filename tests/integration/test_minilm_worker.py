@@ -69,7 +69,7 @@ class SlowRuntimeDouble:
         """Each text's pass: the name of the worker thread that ran it."""
         self._lock = threading.Lock()
 
-    def encode(self, texts, *, threads, batch_size=64):
+    def encode(self, texts, *, threads, batch_size=64, light=False):
         with self._lock:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
@@ -196,3 +196,47 @@ def test_given_a_stored_text_embedded_twice_then_the_model_runs_twice(minilm):
     again = embedder.embed(["Invoice 88 was paid late"])
     assert embedder.passes == passes + 1 and embedder.texts_encoded >= 2
     assert np.allclose(first[0], first[1]) and np.allclose(first[0], again[0], atol=1e-6)
+
+
+class GraphRecordingRuntimeDouble:
+    """A runtime double that records each pass's texts and whether it took the lighter graph; the
+    first pass says it has begun (:attr:`entered`) and waits until the test opens :attr:`gate`."""
+
+    name = "graph-recording-double"
+    parallel_passes = True
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.passes: list[tuple[tuple[str, ...], bool]] = []
+
+    def encode(self, texts, *, threads, batch_size=64, light=False):
+        if not self.passes:
+            self.entered.set()
+            self.gate.wait(timeout=30)
+        self.passes.append((tuple(texts), light))
+        return np.zeros((len(texts), 384), dtype=np.float32)
+
+
+def test_given_names_then_they_take_the_lighter_graph_and_are_kept_apart_from_questions(monkeypatch):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
+    embedder = MiniLMEmbedder(passes_at_once=1)
+    embedder._model = runtime = GraphRecordingRuntimeDouble()
+    first = embedder.start_query("what did Kalomiten order?", tenant="acme")  # holds the worker at the gate
+    assert runtime.entered.wait(timeout=30)
+    question = embedder.start_query("Kalomiten", tenant="acme")
+    names = embedder.start_names(["Kalomiten", "Porto"], tenant="acme")
+    runtime.gate.set()
+    for wait in (first, question, *names):
+        wait()
+    # gathered together behind the first pass, yet one pass per graph
+    assert runtime.passes == [
+        (("what did Kalomiten order?",), False), (("Kalomiten",), False), (("Kalomiten", "Porto"), True)
+    ]  # fmt: skip
+    embedder.start_names(["Porto"], tenant="acme")[0]()
+    assert len(runtime.passes) == 3  # kept for the tenant's next recall
+    embedder.start_names(["Porto"], tenant="globex")[0]()
+    embedder.forget_tenant("acme")  # its episodes were erased: the names it kept go too
+    embedder.start_names(["Porto"], tenant="acme")[0]()
+    embedder.start_query("Kalomiten", tenant="acme")()
+    assert runtime.passes[3:] == [(("Porto",), True), (("Porto",), True), (("Kalomiten",), False)]

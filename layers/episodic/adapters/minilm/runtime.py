@@ -54,7 +54,9 @@ class Runtime(Protocol):
     parallel_passes: bool
     """Whether two passes may run at once from two threads (each with its own thread count)."""
 
-    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any: ...
+    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64, light: bool = False) -> Any:
+        """``light``: a lighter graph will do (the names a recall leans toward), where there is one."""
+        ...
 
 
 def load_runtime(wanted: str = "onnx", model_cache: Path | None = None) -> Runtime:
@@ -66,10 +68,24 @@ def load_runtime(wanted: str = "onnx", model_cache: Path | None = None) -> Runti
         raise ValueError(f"the embedder runtime must be 'onnx' or 'torch', not {wanted!r}")
     if wanted == "onnx":
         try:
-            return OnnxMiniLM(onnx_model(model_cache or DEFAULT_CACHE))
+            full = onnx_model(model_cache or DEFAULT_CACHE)
         except Exception as failure:  # the service still runs, on the slower runtime; say why
             log.warning("MiniLM on ONNX Runtime unavailable (%s: %s); using PyTorch", type(failure).__name__, failure)
+        else:
+            return OnnxMiniLM(full, _light_or_none(full))
     return TorchMiniLM()
+
+
+def _light_or_none(full: Path) -> Path | None:
+    """The lighter graph for names (:mod:`.light`), or None when it cannot be made (saying why):
+    the names then take the full graph."""
+    from episodic.adapters.minilm.light import light_model
+
+    try:
+        return light_model(full)
+    except Exception as failure:
+        log.warning("no lighter graph for names (%s: %s); they take the full one", type(failure).__name__, failure)
+        return None
 
 
 def _weights() -> Path:
@@ -179,7 +195,8 @@ class TorchMiniLM:
             TorchMiniLM._shared = None
         gc.collect()
 
-    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any:
+    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64, light: bool = False) -> Any:
+        """``light`` changes nothing: PyTorch has the full model only."""
         import torch
 
         model = self.model
@@ -231,36 +248,40 @@ class OnnxMiniLM:
     name = "onnx"
     parallel_passes = True  # sessions are thread-safe, each run releases the GIL
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, light: Path | None = None) -> None:
+        """``light``: the lighter graph for names (:mod:`.light`); without it, names take ``path``."""
         import onnxruntime
         from tokenizers import Tokenizer
 
         self._ort = onnxruntime
-        self._path = str(path)
-        self._sessions: dict[int, Any] = {}
+        self._paths = {False: str(path), True: str(light or path)}
+        self.has_light = light is not None
+        self._sessions: dict[tuple[int, bool], Any] = {}
         self._lock = threading.Lock()
         self._tokenizer = Tokenizer.from_file(str(_weights() / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()  # the file pads every text to a fixed width; encode pads per run
 
-    def _session(self, threads: int) -> Any:
-        """A session per thread count (one core for a small pass, all for a batch), made once."""
+    def _session(self, threads: int, light: bool) -> Any:
+        """A session per graph and thread count (one core for a small pass, all for a batch), made once."""
+        key = (threads, light and self.has_light)
         with self._lock:
-            if threads not in self._sessions:
+            if key not in self._sessions:
                 options = self._ort.SessionOptions()
                 options.intra_op_num_threads = threads
                 options.inter_op_num_threads = 1
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # leave idle cores to HTTP
-                self._sessions[threads] = self._ort.InferenceSession(
-                    self._path, options, providers=["CPUExecutionProvider"]
+                self._sessions[key] = self._ort.InferenceSession(
+                    self._paths[key[1]], options, providers=["CPUExecutionProvider"]
                 )
-            return self._sessions[threads]
+            return self._sessions[key]
 
-    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64) -> Any:
-        """Unit vectors of ``texts``, in runs of similar token lengths (:func:`padded_runs`)."""
+    def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64, light: bool = False) -> Any:
+        """Unit vectors of ``texts``, in runs of similar token lengths (:func:`padded_runs`); through
+        the lighter graph when ``light`` and there is one."""
         import numpy as np
 
-        session = self._session(max(1, threads))
+        session = self._session(max(1, threads), light)
         vectors = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         encoded = self._tokenizer.encode_batch(list(texts))
         for run in padded_runs([len(e.ids) for e in encoded], batch_size, threads):

@@ -41,7 +41,9 @@ class Embedder(Protocol):
     kept for one never answers another tenant faster (which would tell it what the first asked or
     holds); ``embed`` keeps nothing across calls for the same reason. One that keeps them also offers
     ``forget_tenant(tenant)``, which drops what it keeps for ``tenant``: called when the tenant's
-    episodes are erased, as the names a recall widened with are words of them."""
+    episodes are erased, as the names a recall widened with are words of them. One may also offer
+    ``start_names(texts, tenant=)``, ``start_query`` for several names at once: those a second round
+    leans toward, which only tilt the question's vector, so a lighter pass of the model will do."""
 
     @property
     def name(self) -> str: ...
