@@ -13,6 +13,7 @@ import json
 import random
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from botocore.exceptions import ClientError
@@ -113,6 +114,10 @@ class Episodes:
             episodes.append(episode)
             last_key = sort_key
         return episodes, None
+
+    def timelines(self, queries: Sequence[TimelineQuery]) -> list[list[Episode]]:
+        """Each query's first page, one after another: each is its own query of the table."""
+        return [self.timeline(replace(query, cursor=None))[0] for query in queries]
 
     def read_scope(self, scope: Scope) -> Iterator[StoredEpisode]:
         """:class:`~episodic.application.ports.ScopeReader`: the scope newest first, with stored vectors."""

@@ -33,6 +33,9 @@ from episodic.domain.digests.citations import cite
 from episodic.domain.errors import ConflictError, StorageError
 from episodic.domain.model import AuditRecord, Episode, EventType, Status
 
+PAGES_AT_ONCE = 50
+"""Timeline pages read in one statement: well under SQLite's 500 terms of a compound select."""
+
 
 class Episodes:
     """Change sets and access counts; episodes by id and in scope, idempotency records, the
@@ -123,6 +126,26 @@ class Episodes:
         rows = rows[: query.limit]
         cursor = encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
         return [stored(*r[2:]) for r in rows], cursor
+
+    def timelines(self, queries: Sequence[TimelineQuery]) -> list[list[Episode]]:
+        """Each query's first page, in one statement for up to :data:`PAGES_AT_ONCE` of them (each
+        page a subquery with its own order and limit, tagged with its place)."""
+        pages: list[list[tuple[int, str, Episode]]] = [[] for _ in queries]
+        for start in range(0, len(queries), PAGES_AT_ONCE):
+            parts, params = [], []
+            for n, query in enumerate(queries[start : start + PAGES_AT_ONCE], start):
+                where, scoped = scope_sql(query.scope)
+                order = "DESC" if query.newest_first else "ASC"
+                parts.append(
+                    f"SELECT * FROM (SELECT {n}, e.occurred_at, e.event_id, e.doc, e.access_count, e.last_accessed_at "
+                    f"FROM episodes e WHERE {where} ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?)"
+                )
+                params += [*scoped, query.limit]
+            for n, occurred, event_id, *row in self.db.query(" UNION ALL ".join(parts), params):
+                pages[n].append((occurred, event_id, stored(*row)))
+        for page, query in zip(pages, queries, strict=True):  # a compound select keeps no order
+            page.sort(key=lambda entry: entry[:2], reverse=query.newest_first)
+        return [[episode for _, _, episode in page] for page in pages]
 
     def find_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         row = self.db.one(

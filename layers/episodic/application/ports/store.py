@@ -141,6 +141,11 @@ class EpisodeStore(Protocol):
 
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]: ...
 
+    def timelines(self, queries: Sequence[TimelineQuery]) -> list[list[Episode]]:
+        """The first page of each of ``queries`` (their cursors are not read), in one read where the
+        store can: recall reads the turns around each of its items at once."""
+        ...
+
     def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
         """A served recall: its audit record appended and the access of ``event_ids`` counted, in one
         commit where the store can, neither waited on the disk for (a recall acknowledges no write).

@@ -20,7 +20,7 @@ from episodic.application.ports import (
     TimelineQuery,
 )
 from episodic.application.usecases.deps import Deps, hash_text
-from episodic.application.usecases.replies import replies_to, session_turns, shifted
+from episodic.application.usecases.replies import replies_to, sessions_around, shifted
 from episodic.application.usecases.rounds import Found, SearchRounds, start_embedding
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
 from episodic.domain.errors import ForbiddenError
@@ -104,7 +104,7 @@ class Reads:
             ranked, explained, degraded = self._search(
                 caller, request, query, pending, everywhen, explained.model_copy(update={"window_empty": True})
             )
-        items = [self._with_neighbours(scope, item, request.neighbours) for item in ranked]
+        items = self._with_neighbours(scope, ranked, request.neighbours)
         recall_id = deps.ids(now)
         embedding = ("semantic_unavailable",) if pending is not None and pending.failed else ()
         degraded = (*embedding, *degraded, *self._account(caller, request, items, recall_id, now))
@@ -220,28 +220,34 @@ class Reads:
         counted = self.deps.episodes.record_recall(audit, returned, now)
         return () if counted else ("access_stats_not_updated",)
 
-    def _with_neighbours(self, scope: Scope, item: RecallItem, count: int) -> RecallItem:
+    def _with_neighbours(self, scope: Scope, items: list[RecallItem], count: int) -> list[RecallItem]:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
-        before and after it in the same session (same actor, within an hour), as context.
+        before and after it in the same session (same actor, within an hour), as context; read for
+        all the items at once.
 
         The neighbours are read under the recall's own scope -- its statuses, project and, above
         all, its privacy rule -- narrowed to the turn's actor and hour: naming the actor here
         must not admit the private turns an unscoped recall may not show."""
-        ep = item.episode
-        if count == 0 or ep.event_type is not EventType.CONVERSATION_TURN or not ep.session_id:
-            return item
+        if count == 0:
+            return items
+        turns = [item.episode for item in items if item.episode.event_type is EventType.CONVERSATION_TURN
+                 and item.episode.session_id]  # fmt: skip
         window = timedelta(hours=1)
-        around = replace(
-            scope,
-            actor_id=ep.actor_id,
-            event_types=(EventType.CONVERSATION_TURN,),
-            tags=(),
-            occurred_after=shifted(ep.occurred_at, -window),
-            occurred_before=shifted(ep.occurred_at, window),
-        )
-        same, at = session_turns(self.deps.episodes, around, ep)
-        if at is None:
-            return item
-        chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]
-        turns = [NeighbourTurn(event_id=e.event_id, occurred_at=e.occurred_at, summary=e.summary) for e in chosen]
-        return item.model_copy(update={"neighbours": turns})
+        windows = [
+            replace(scope, actor_id=ep.actor_id, event_types=(EventType.CONVERSATION_TURN,), tags=(),
+                    occurred_after=shifted(ep.occurred_at, -window), occurred_before=shifted(ep.occurred_at, window))
+            for ep in turns
+        ]  # fmt: skip
+        found = sessions_around(self.deps.episodes, windows, turns)
+        around = dict(zip((ep.event_id for ep in turns), found, strict=True))
+        return [_beside(item, *around.get(item.episode.event_id, ([], None)), count) for item in items]
+
+
+def _beside(item: RecallItem, same: list[Episode], at: int | None, count: int) -> RecallItem:
+    """``item`` with the ``count`` turns before and after it among ``same``, its session's turns
+    (it is at ``at``; ``None``: not among them, nothing attached)."""
+    if at is None:
+        return item
+    chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]
+    turns = [NeighbourTurn(event_id=e.event_id, occurred_at=e.occurred_at, summary=e.summary) for e in chosen]
+    return item.model_copy(update={"neighbours": turns})

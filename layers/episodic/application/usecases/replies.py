@@ -9,12 +9,12 @@ question's relevance (:class:`~episodic.domain.recall.ranking.RankingWeights`, `
 
 The reply is read under the recall's own scope -- its statuses, privacy rule, actor, tags and
 time window -- so a turn the recall could not return is never found this way. Recall's
-neighbouring turns are read through the same :func:`session_turns`.
+neighbouring turns are read through the same :func:`sessions_around`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -30,37 +30,44 @@ SESSION_TURNS = 200
 
 def replies_to(store: EpisodeStore, scope: Scope, questions: Iterable[Episode]) -> dict[str, Episode]:
     """``{question id: its reply}`` for each question turn whose next turn in its session, in
-    ``scope``, is another speaker's."""
+    ``scope``, is another speaker's (all questions' turns read at once)."""
+    if scope.event_types and EventType.CONVERSATION_TURN not in scope.event_types:
+        return {}
+    asked = list(questions)
     found = {}
-    for question in questions:
-        reply = _next_turn(store, scope, question)
+    around = sessions_around(store, [_after(scope, q) for q in asked], asked)
+    for question, (same, at) in zip(asked, around, strict=True):
+        reply = same[at + 1] if at is not None and at + 1 < len(same) else None
         if reply is not None and reply.actor_id != question.actor_id:
             found[question.event_id] = reply
     return found
 
 
-def _next_turn(store: EpisodeStore, scope: Scope, question: Episode) -> Episode | None:
-    """The turn after ``question`` in its session, in timeline order (time, then id)."""
-    if scope.event_types and EventType.CONVERSATION_TURN not in scope.event_types:
-        return None
+def _after(scope: Scope, question: Episode) -> Scope:
+    """Where ``question``'s reply may be: its session's turns from it to :data:`REPLY_WINDOW` after,
+    within ``scope``."""
     after = question.occurred_at
     if scope.occurred_after is not None:
         after = max(after, scope.occurred_after)
     before = shifted(question.occurred_at, REPLY_WINDOW)
     if scope.occurred_before is not None:
         before = min(before, scope.occurred_before)
-    around = replace(scope, event_types=(EventType.CONVERSATION_TURN,), occurred_after=after, occurred_before=before)
-    same, at = session_turns(store, around, question)
-    return same[at + 1] if at is not None and at + 1 < len(same) else None
+    return replace(scope, event_types=(EventType.CONVERSATION_TURN,), occurred_after=after, occurred_before=before)
 
 
-def session_turns(store: EpisodeStore, around: Scope, turn: Episode) -> tuple[list[Episode], int | None]:
-    """The turns of ``turn``'s session inside ``around`` (a scope its caller has narrowed to a
-    window near the turn), in timeline order, and the turn's place among them (None when
-    ``around`` does not hold it). Shared by the reply lookup and recall's neighbouring turns."""
-    turns, _ = store.timeline(TimelineQuery(scope=around, limit=SESSION_TURNS, newest_first=False))
-    same = [other for other in turns if other.session_id == turn.session_id]
-    return same, next((i for i, other in enumerate(same) if other.event_id == turn.event_id), None)
+def sessions_around(
+    store: EpisodeStore, windows: Sequence[Scope], turns: Sequence[Episode]
+) -> list[tuple[list[Episode], int | None]]:
+    """For each turn, the turns of its session inside its window (a scope its caller has narrowed
+    to a time near the turn), in timeline order, and the turn's place among them (None when the
+    window does not hold it); every window read at once (``EpisodeStore.timelines``). Shared by
+    the reply lookup and recall's neighbouring turns."""
+    queries = [TimelineQuery(scope=window, limit=SESSION_TURNS, newest_first=False) for window in windows]
+    found = []
+    for turn, page in zip(turns, store.timelines(queries) if queries else [], strict=True):
+        same = [other for other in page if other.session_id == turn.session_id]
+        found.append((same, next((i for i, other in enumerate(same) if other.event_id == turn.event_id), None)))
+    return found
 
 
 def shifted(moment: datetime, delta: timedelta) -> datetime:
