@@ -105,7 +105,10 @@ def test_given_the_onnx_runtime_then_names_take_a_lighter_graph_that_points_the_
 def test_given_a_model_cache_then_the_lighter_graph_is_made_once_beside_the_full_one(tmp_path):
     full = tmp_path / onnx_model(DEFAULT_CACHE).name
     shutil.copyfile(onnx_model(DEFAULT_CACHE), full)  # the exported graph, without exporting again
+    older = tmp_path / f"{full.stem}-int8-0.onnx"
+    older.write_bytes(b"a lighter graph made the way an earlier version made it")
     made = light_model(full)
+    assert not older.exists()
     written = made.stat().st_mtime_ns
     assert light_model(full) == made and made.stat().st_mtime_ns == written  # not made a second time
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([full.name, made.name])  # no partial file
