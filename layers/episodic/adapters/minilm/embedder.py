@@ -7,8 +7,10 @@ process, in a background thread when the server starts, so the first request doe
 pay for it. Texts are embedded in batches.
 
 A small LRU cache spares a tenant's repeated questions and names, kept per tenant
-(:mod:`episodic.adapters.question_cache`). Stored texts are not kept at all (a write is rarely
-repeated, and a faster write would say that someone wrote the same text before).
+(:mod:`episodic.adapters.question_cache`); names, which only tilt a second round's vector, take the
+runtime's lighter graph (:mod:`.light`) and are kept apart from questions. Stored texts are not
+kept at all (a write is rarely repeated, and a faster write would say that someone wrote the same
+text before).
 
 Callers never run the model themselves: they queue their texts, and worker threads each take
 whatever is waiting into one forward pass, so concurrent queries share passes. A pass of one or
