@@ -45,7 +45,10 @@ def test_given_cpu_readings_then_cost_per_request_and_ceiling_follow_and_without
 
 
 def _figures(
-    policy_per_s: float, path_per_s: float, conversation_p95: float = 31.0, ratios: tuple[float, float] = (5.0, 5.5)
+    policy_per_s: float,
+    path_per_s: float,
+    conversation_p95: float = 31.0,
+    ratios: tuple[float, float, float] = (5.0, 5.5, 4.3),
 ) -> tuple[dict, list, dict]:
     writes = {"model_texts_per_s": 300.0, "policy_alone_per_s": policy_per_s, "without_embedding_per_s": path_per_s,
               "with_embedding_per_s": 240.0}  # fmt: skip
@@ -55,7 +58,7 @@ def _figures(
         {"corpus": "tickets, many names", "episodes": 2000, "questions": 200, "model_p50_ms": 5.2,
          "recall_p50_ms": 28.6, "recall_p95_ms": 40.0, "ratio_p50": ratios[1], "widened_share": 1.0},
         {"corpus": "conversation", "episodes": 617, "questions": 200, "model_p50_ms": 5.3, "recall_p50_ms": 23.0,
-         "recall_p95_ms": conversation_p95, "ratio_p50": 4.3, "widened_share": 0.94},
+         "recall_p95_ms": conversation_p95, "ratio_p50": ratios[2], "widened_share": 0.94},
     ]  # fmt: skip
     load = {"per_second": 95.0, "p50_ms": 140.0, "p99_ms": 450.0, "errors": 0, "lost_writes": 0,
             "acknowledged_writes": 800, **_cpu_bound(0.0, 18.0, 1.5, 10.0, 1000)}  # fmt: skip
@@ -76,7 +79,8 @@ def test_given_unmet_targets_then_each_row_names_its_bound_and_the_distance() ->
     writes, by_corpus, load = _figures(policy_per_s=2500.0, path_per_s=1600.0, conversation_p95=75.0)
     rows = _rows(section(writes, by_corpus, load, [], {"functions.api": 240.0}))
     recall = _row(rows, "recall over HTTP, 2,000 short tickets")
-    assert "100% of the recalls run a second round" in recall and "2x leaves 5.2 ms" in recall
+    assert "tickets, many names is furthest, at 5.50x: 100% of its recalls run a second round" in recall
+    assert "2x leaves 5.2 ms" in recall
     assert "the CPU: 18.0 ms" in _row(rows, "mixed load")
     assert not _row(rows, "recall over a long conversation tenant").startswith("met")
     write = _row(rows, "write path without embedding")
@@ -94,8 +98,10 @@ def test_given_a_met_target_then_its_row_says_met() -> None:
     assert _row(rows, "recall over a long conversation tenant") == "met |"
 
 
-def test_given_the_ticket_corpora_then_the_recall_target_is_met_only_when_both_are_within_twice_the_model() -> None:
-    for ratios, met in (((1.9, 1.95), True), ((1.9, 2.4), False), ((2.1, 1.8), False)):
+def test_given_the_recall_corpora_then_the_recall_target_is_met_only_when_each_is_within_twice_the_model() -> None:
+    """ "On any data": both ticket corpora and the long conversation."""
+    cases = (((1.9, 1.95, 1.98), True), ((1.9, 2.4, 1.9), False), ((2.1, 1.8, 1.9), False), ((1.9, 1.9, 2.05), False))
+    for ratios, met in cases:
         writes, by_corpus, load = _figures(policy_per_s=2500.0, path_per_s=1600.0, ratios=ratios)
         rows = _rows(section(writes, by_corpus, load, [], {"functions.api": 240.0}))
         assert _row(rows, "recall over HTTP, 2,000 short tickets").startswith("met") == met
