@@ -109,19 +109,8 @@ class Episodes:
     def timeline(self, query: TimelineQuery) -> tuple[list[Episode], str | None]:
         """A page of the scope by time; the cursor is ``(occurred_at, event_id)`` of the last
         episode served, so pages stay stable while episodes are written meanwhile."""
-        where, params = scope_sql(query.scope)
-        order = "DESC" if query.newest_first else "ASC"
-        if query.cursor:
-            occurred, event_id = decode_cursor(query.cursor, (int, str))
-            op = "<" if query.newest_first else ">"
-            where += f" AND (e.occurred_at, e.event_id) {op} (?, ?)"
-            params += [occurred, event_id]
-        rows = self.db.query(
-            "SELECT e.occurred_at, e.event_id, e.doc, e.access_count, e.last_accessed_at "
-            f"FROM episodes e WHERE {where} "
-            f"ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?",
-            (*params, query.limit + 1),
-        )
+        sql, params = _page_sql(query, "", query.limit + 1, with_cursor=True)
+        rows = self.db.query(sql, params)
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         cursor = encode_cursor([rows[-1][0], rows[-1][1]]) if more and rows else None
@@ -134,13 +123,9 @@ class Episodes:
         for start in range(0, len(queries), PAGES_AT_ONCE):
             parts, params = [], []
             for n, query in enumerate(queries[start : start + PAGES_AT_ONCE], start):
-                where, scoped = scope_sql(query.scope)
-                order = "DESC" if query.newest_first else "ASC"
-                parts.append(
-                    f"SELECT * FROM (SELECT {n}, e.occurred_at, e.event_id, e.doc, e.access_count, e.last_accessed_at "
-                    f"FROM episodes e WHERE {where} ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?)"
-                )
-                params += [*scoped, query.limit]
+                sql, page_params = _page_sql(query, f"{n}, ", query.limit, with_cursor=False)
+                parts.append(f"SELECT * FROM ({sql})")
+                params += page_params
             for n, occurred, event_id, *row in self.db.query(" UNION ALL ".join(parts), params):
                 pages[n].append((occurred, event_id, stored(*row)))
         for page, query in zip(pages, queries, strict=True):  # a compound select keeps no order
@@ -188,3 +173,20 @@ class Episodes:
             params.append(status.value)
         row = self.db.one(sql, params)
         return int(row[0]) if row else 0
+
+
+def _page_sql(query: TimelineQuery, tag: str, limit: int, with_cursor: bool) -> tuple[str, list[Any]]:
+    """The SELECT of one timeline page: ``tag`` (columns put first), then occurred_at, event_id and
+    the columns :func:`.reads.stored` reads, in ``query``'s scope and order (after its cursor,
+    ``with_cursor``), at most ``limit`` rows."""
+    where, params = scope_sql(query.scope)
+    order = "DESC" if query.newest_first else "ASC"
+    if with_cursor and query.cursor:
+        occurred, event_id = decode_cursor(query.cursor, (int, str))
+        where += f" AND (e.occurred_at, e.event_id) {'<' if query.newest_first else '>'} (?, ?)"
+        params += [occurred, event_id]
+    sql = (
+        f"SELECT {tag}e.occurred_at, e.event_id, e.doc, e.access_count, e.last_accessed_at FROM episodes e "
+        f"WHERE {where} ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?"
+    )
+    return sql, [*params, limit]
