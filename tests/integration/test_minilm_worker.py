@@ -240,3 +240,19 @@ def test_given_names_then_they_take_the_lighter_graph_and_are_kept_apart_from_qu
     embedder.start_names(["Porto"], tenant="acme")[0]()
     embedder.start_query("Kalomiten", tenant="acme")()
     assert runtime.passes[3:] == [(("Porto",), True), (("Porto",), True), (("Kalomiten",), False)]
+
+
+def test_idle_says_whether_a_pass_started_now_would_run_alone(monkeypatch):
+    """What names embedded ahead ask before each pass: a pass in flight, or no core to spare, is not idle."""
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    embedder = MiniLMEmbedder(passes_at_once=1)
+    embedder._model = runtime = GraphRecordingRuntimeDouble()
+    assert embedder.idle()
+    question = embedder.start_query("what did Kalomiten order?", tenant="acme")  # held at the gate
+    assert runtime.entered.wait(timeout=30)
+    assert not embedder.idle()
+    runtime.gate.set()
+    question()
+    assert embedder.idle()
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)  # another process uses the cores
+    assert not embedder.idle()

@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from episodic.adapters.sqlite import word_index
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.adapters.sqlite.word_index import _membership, terms
 from episodic.application.ports import Changes, NewEpisode, Scope
-from episodic.domain.model import Episode
+from episodic.domain.model import Episode, Status
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 WORDS = ["export", "warehouse", "alert", "gateway", "invoice", "deploy", "rollback", "latency"]
@@ -256,4 +257,40 @@ def test_given_a_scope_spread_over_a_huge_rowid_span_then_it_is_checked_by_sorti
     got = dict(held.best(terms("gateway"), spread, 500))
     assert got.keys() == expected.keys()
     assert all(abs(got[i] - expected[i]) <= 1e-9 * expected[i] for i in got)
+    store.close()
+
+
+def test_given_texts_written_by_any_process_then_on_new_texts_hears_of_their_summaries(tmp_path, monkeypatch):
+    """What names are embedded ahead from (``on_new_texts``): the summaries of another process's new
+    rows when a search first reads them (oldest first, the newest ``NEW_TEXTS_TOLD`` of a read, each
+    read once, another tenant's never); this process's own writes at once, and again when read."""
+    monkeypatch.setattr(word_index, "NEW_TEXTS_TOLD", 4)
+    path = tmp_path / "db.sqlite"
+    told: list[tuple[str, list[str]]] = []
+    store = SqliteStore(path, on_new_texts=lambda tenant, texts: told.append((tenant, list(texts))))
+    other = SqliteStore(path)
+    _put(other, [episode(n, "a0") for n in range(6)])
+    _put(other, [episode(50, "a0", tenant="globex")])
+    scope = Scope(tenant_id="acme", now=NOW)
+    _found(store, scope, "gateway")
+    assert told == [("acme", [episode(n, "a0").summary for n in range(2, 6)])]  # the newest four
+    _found(store, scope, "gateway")
+    assert len(told) == 1  # nothing new
+    _put(store, [episode(100, "a0").model_copy(update={"summary": "Kirsty landed at the gateway"})])
+    assert told[1:] == [("acme", ["Kirsty landed at the gateway"])]  # at once
+    _found(store, scope, "gateway")
+    assert told[2:] == [("acme", ["Kirsty landed at the gateway"])]
+    other.close()
+    store.close()
+
+
+def test_given_a_batch_written_as_one_set_an_episode_then_on_new_texts_hears_once_a_tenant_of_the_active_ones(
+    tmp_path,
+):
+    told: list[tuple[str, list[str]]] = []
+    store = SqliteStore(tmp_path / "db.sqlite", on_new_texts=lambda tenant, texts: told.append((tenant, list(texts))))
+    held = episode(3, "a0").model_copy(update={"status": Status.PENDING_REVIEW, "summary": "Held for Ingrid"})
+    sets = [Changes(tenant_id="acme", put=[NewEpisode(e, None)]) for e in (episode(1, "a0"), episode(2, "a0"), held)]
+    store.episodes.apply_many(sets)
+    assert told == [("acme", [episode(1, "a0").summary, episode(2, "a0").summary])]  # never a held one
     store.close()

@@ -34,6 +34,11 @@ class Settings(BaseModel):
     )
     review_timeout_days: float = Field(default=7.0, gt=0)
     recall_pool_size: int = Field(default=200, ge=10, le=5000)
+    names_ahead: bool = Field(
+        default=True,
+        description="Embed the names that written texts mention while the model is idle, so that a recall "
+        "widened toward them finds them kept (local store; each process keeps its own)",
+    )
     half_life_days: float = Field(default=30.0, gt=0)
     min_relevance: float = Field(default=0.2, ge=0, le=1)
     min_semantic: float | None = Field(

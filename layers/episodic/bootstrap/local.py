@@ -13,6 +13,7 @@ from episodic.adapters.webhook.sender import WebhookSender
 from episodic.application.ports import Clock, Embedder, ReviewNotifier
 from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
+from episodic.application.usecases.names_ahead import NamesAhead
 from episodic.bootstrap.embedders import local_embedder
 from episodic.logs import service_logger
 
@@ -55,9 +56,21 @@ def build_local_service(
     blas_on_one_thread()  # before any vector is searched
     data_dir = _data_dir(settings)
     embedder = embedder or local_embedder(settings)
-    forget_tenant = getattr(embedder, "forget_tenant", None)  # erased in another process: drop its names
-    store = SqliteStore(data_dir / "episodic.db", embedder=embedder.name, on_erasures=forget_tenant)
-    sender, closers = _webhook(settings), [store.close]
+    ahead = NamesAhead(embedder)
+    forget_kept = getattr(embedder, "forget_tenant", None)
+
+    def forget_tenant(tenant: str) -> None:  # erased in another process: drop its names
+        ahead.forget(tenant)
+        if forget_kept is not None:
+            forget_kept(tenant)
+
+    store = SqliteStore(
+        data_dir / "episodic.db",
+        embedder=embedder.name,
+        on_erasures=forget_tenant,
+        on_new_texts=ahead.offer if settings.names_ahead and ahead.useful else None,
+    )
+    sender, closers = _webhook(settings), [ahead.close, store.close]
     if sender is not None:
         store.outbox.start_from_now()
         closers.append(sender.close)

@@ -176,6 +176,13 @@ class MiniLMEmbedder:
                     waits[i] = _Waiting(wait, pending.done.is_set)
         return [wait for wait in waits if wait is not None]
 
+    def idle(self) -> bool:
+        """Whether a pass started now would run alone: no worker in a pass, nothing queued, and a
+        core nobody uses (:func:`spare_core`). Work that can wait (names embedded ahead) asks first."""
+        with self._count_lock:
+            running = self._in_flight
+        return not running and self._pending.empty() and self._spare_pending.empty() and spare_core()
+
     def forget_tenant(self, tenant: str) -> None:
         """Drop the vectors kept for ``tenant``'s questions and names (its episodes were erased)."""
         self._cache.forget_tenant(tenant)

@@ -65,6 +65,13 @@ class Episodes:
                 if error is None and rowids:
                     self.vectors.forget(changes.tenant_id, rowids)
                     self.words.forget(changes.tenant_id, rowids)
+        written: dict[str, list[str]] = {}  # a batch's episodes are a set each: told once a tenant
+        for changes, error in zip(change_sets, errors, strict=True):
+            if error is None:
+                summaries = written.setdefault(changes.tenant_id, [])
+                summaries += [new.episode.summary for new in changes.put if new.episode.status is Status.ACTIVE]
+        for tenant, summaries in written.items():
+            self.words.written(tenant, summaries)
         for error in errors:
             if error is not None and not isinstance(error, ConflictError):
                 raise error

@@ -31,7 +31,7 @@ checkpointed and truncated after every erasure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from episodic.adapters.sqlite.database import SCHEMA_VERSION, Database
@@ -56,13 +56,15 @@ class SqliteStore:
         embedder: str | None = None,
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
         on_erasures: Callable[[str], None] | None = None,
+        on_new_texts: Callable[[str, Sequence[str]], None] | None = None,
     ) -> None:
         """``embedder`` names the model whose vectors recall compares with a query's: episodes
         embedded by another model take part by BM25 only until they are re-embedded. ``on_erasures``
-        hears of a tenant whose episodes any process deleted (:class:`RecallReads`)."""
+        hears of a tenant whose episodes any process deleted (:class:`RecallReads`); ``on_new_texts``
+        of a tenant's texts written by any process, when this one first reads them (:class:`WordIndex`)."""
         self.database = Database(path)
         self.vector_search = VectorSearch(ann_threshold=ann_threshold, directory=vector_index_directory(Path(path)))
-        self.word_index = WordIndex()
+        self.word_index = WordIndex(on_new_texts)
         self.episodes = Episodes(self.database, self.vector_search, self.word_index)
         governance = Governance(self.database)
         self.reviews, self.audit_log, self.tenants = governance, governance, governance

@@ -37,7 +37,7 @@ import math
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -62,6 +62,9 @@ a span of 100 million rowids took 11 ms and 100 MB a search, sorting 0.2 ms, for
 READ_AT_ONCE = 10_000
 """Texts read from SQLite per step when a tenant's words are first read (a large tenant's texts
 are never all in Python at once)."""
+NEW_TEXTS_TOLD = 2_000
+"""The most texts of one read that ``on_new_texts`` is told (the newest): a large tenant read for
+the first time is not handed whole."""
 REMOVED_KEPT = 10_000
 """A tenant's removed texts keep their positions (~30 bytes each, nothing of their words) until
 there are this many and more than texts held; then its words are read afresh at its next search."""
@@ -202,7 +205,11 @@ class TenantWords:
 class WordIndex:
     """Every tenant's :class:`TenantWords` this process has searched, kept up with the database."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_new_texts: Callable[[str, Sequence[str]], None] | None = None) -> None:
+        """``on_new_texts`` is told the summaries of each tenant's episodes this process reads for the
+        first time (at most the newest :data:`NEW_TEXTS_TOLD` of one read), under the tenant's lock:
+        it must return at once (the names they mention are embedded ahead, in the background)."""
+        self._on_new_texts = on_new_texts
         self._tenants: dict[str, TenantWords] = {}
         self._lock = threading.Lock()
         """Guards the registry only; a tenant's words are read and searched under its own lock."""
@@ -226,6 +233,12 @@ class WordIndex:
             self._catch_up(conn, tenant_id, words, erasures)
             return words.live
 
+    def written(self, tenant_id: str, summaries: Sequence[str]) -> None:
+        """The summaries of ``tenant_id``'s episodes this process just wrote: ``on_new_texts`` hears of
+        them now, before a search reads them (it hears again then; once is enough for what it does)."""
+        if summaries and self._on_new_texts is not None:
+            self._on_new_texts(tenant_id, summaries)
+
     def forget(self, tenant_id: str, rowids: Sequence[int]) -> None:
         """Erased rows of ``tenant_id``: their words leave this process now."""
         with self._lock:
@@ -248,8 +261,7 @@ class WordIndex:
                 words = self._tenants[tenant_id] = TenantWords()
             return words
 
-    @staticmethod
-    def _catch_up(conn: Any, tenant_id: str, words: TenantWords, erasures: int) -> None:
+    def _catch_up(self, conn: Any, tenant_id: str, words: TenantWords, erasures: int) -> None:
         """Remove the texts deleted and add those written since the last look (the caller holds
         ``words.lock``)."""
         if erasures != words.erasures:
@@ -268,7 +280,21 @@ class WordIndex:
         )
         while chunk := rows.fetchmany(READ_AT_ONCE):
             words.extend(chunk)
+        if self._on_new_texts is not None:
+            self._tell(conn, tenant_id, words.watermark, newest)
         words.watermark = newest
+
+    def _tell(self, conn: Any, tenant_id: str, after: int, upto: int) -> None:
+        """Tell ``on_new_texts`` the summaries of ``tenant_id``'s active rows in ``(after, upto]`` (the
+        newest :data:`NEW_TEXTS_TOLD`, oldest first): the texts a recall reads names from."""
+        assert self._on_new_texts is not None
+        rows = conn.execute(
+            "SELECT json_extract(doc, '$.summary') FROM episodes WHERE tenant_id = ? AND rowid > ? AND rowid <= ? "
+            "AND status = 'active' ORDER BY rowid DESC LIMIT ?",
+            (tenant_id, after, upto, NEW_TEXTS_TOLD),
+        ).fetchall()
+        if rows:
+            self._on_new_texts(tenant_id, [summary for (summary,) in reversed(rows) if summary])
 
 
 def _membership(scope_rowids: np.ndarray) -> Literal["table", "sort"]:
