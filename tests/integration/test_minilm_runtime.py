@@ -102,6 +102,15 @@ def test_given_the_onnx_runtime_then_names_take_a_lighter_graph_that_points_the_
     assert np.abs(onnx_runtime.encode(TEXTS, threads=1) - full).max() < 1e-6
 
 
+def test_given_the_lighter_graph_then_a_names_vector_does_not_depend_on_what_it_was_embedded_with(onnx_runtime):
+    """That graph quantizes activations on the scale of a whole run: each name runs alone, so a name
+    embedded ahead among others is the vector a recall embedding it alone would get."""
+    names = ["Kirsty", "Harbor Clinics", "the Porto warehouse of Lumen Energy", "Ines"]
+    together = onnx_runtime.encode(names, threads=1, light=True)
+    for n, name in enumerate(names):
+        assert np.abs(onnx_runtime.encode([name], threads=1, light=True)[0] - together[n]).max() < 1e-6
+
+
 def test_given_a_model_cache_then_the_lighter_graph_is_made_once_beside_the_full_one(tmp_path):
     full = tmp_path / onnx_model(DEFAULT_CACHE).name
     shutil.copyfile(onnx_model(DEFAULT_CACHE), full)  # the exported graph, without exporting again

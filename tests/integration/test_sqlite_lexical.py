@@ -294,3 +294,15 @@ def test_given_a_batch_written_as_one_set_an_episode_then_on_new_texts_hears_onc
     store.episodes.apply_many(sets)
     assert told == [("acme", [episode(1, "a0").summary, episode(2, "a0").summary])]  # never a held one
     store.close()
+
+
+def test_given_an_erasure_in_this_process_then_on_erasures_hears_of_the_tenant_at_once(tmp_path):
+    """What drops the names kept and offered for a tenant: this process's own erasure says so at once,
+    not at the next search."""
+    heard: list[str] = []
+    store = SqliteStore(tmp_path / "db.sqlite", on_erasures=heard.append)
+    _put(store, [episode(n, "a0") for n in range(3)])
+    assert heard == []
+    store.episodes.apply(Changes(tenant_id="acme", delete=["acme-00001"]))
+    assert heard == ["acme"]
+    store.close()

@@ -103,7 +103,8 @@ def test_given_an_erasure_through_another_process_then_the_vector_leaves_this_on
 def test_given_an_erasure_by_any_process_then_the_next_search_tells_whose_episodes_went(tmp_path):
     """What an embedder keeps for a tenant (its questions, the names its recalls widened with) is
     dropped once its episodes are erased, whichever process erased them: the store tells whom at
-    its next search of the tenant, and only when the tenant's deletes moved."""
+    its next search of the tenant, and only when the tenant's deletes moved (this process's own
+    erasure also at once)."""
     told: list[str] = []
     path = tmp_path / "db.sqlite"
     filled(path, 20)[0].close()
@@ -118,8 +119,9 @@ def test_given_an_erasure_by_any_process_then_the_next_search_tells_whose_episod
     nearest(store, query)
     assert told == ["acme"]
     nearest(store, query)
-    store.episodes.apply(Changes(tenant_id="acme", delete=["E0004"]))  # this process's own erasure
-    nearest(store, query)
+    store.episodes.apply(Changes(tenant_id="acme", delete=["E0004"]))  # this process's own erasure: at once
     assert told == ["acme", "acme"]
+    nearest(store, query)
+    assert told == ["acme", "acme", "acme"]  # and at the search (dropping twice drops nothing more)
     other.close()
     store.close()

@@ -278,13 +278,22 @@ class OnnxMiniLM:
 
     def encode(self, texts: Sequence[str], *, threads: int, batch_size: int = 64, light: bool = False) -> Any:
         """Unit vectors of ``texts``, in runs of similar token lengths (:func:`padded_runs`); through
-        the lighter graph when ``light`` and there is one."""
+        the lighter graph when ``light`` and there is one, each text in a run of its own: that graph
+        quantizes its activations on the scale of the whole run, so a text's vector would depend on
+        what shares its run (a name embedded ahead among seven others read differently from the same
+        name embedded alone)."""
         import numpy as np
 
         session = self._session(max(1, threads), light)
         vectors = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         encoded = self._tokenizer.encode_batch(list(texts))
-        for run in padded_runs([len(e.ids) for e in encoded], batch_size, threads):
+        alone = light and self.has_light
+        runs = (
+            [[i] for i in range(len(texts))]
+            if alone
+            else padded_runs([len(e.ids) for e in encoded], batch_size, threads)
+        )
+        for run in runs:
             width = max(len(encoded[i].ids) for i in run)
             feed = {name: np.zeros((len(run), width), dtype=np.int64) for name in _INPUTS}
             for row, i in enumerate(run):

@@ -16,7 +16,7 @@ are queried in chunks (:func:`.reads.chunks`); stored rows become episodes throu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -41,9 +41,12 @@ class Episodes:
     """Change sets and access counts; episodes by id and in scope, idempotency records, the
     lookups erasure needs, and counts."""
 
-    def __init__(self, db: Database, vectors: VectorSearch, words: WordIndex) -> None:
-        """``vectors`` and ``words`` are the in-memory indexes recall searches: an erasure drops its rows."""
-        self.db, self.vectors, self.words = db, vectors, words
+    def __init__(
+        self, db: Database, vectors: VectorSearch, words: WordIndex, on_erasures: Callable[[str], None] | None = None
+    ) -> None:
+        """``vectors`` and ``words`` are the in-memory indexes recall searches: an erasure drops its rows.
+        ``on_erasures`` hears at once of a tenant whose episodes this process deleted."""
+        self.db, self.vectors, self.words, self.on_erasures = db, vectors, words, on_erasures
 
     def apply(self, changes: Changes) -> None:
         """Commit ``changes`` atomically; :class:`ConflictError` (and nothing written) when a
@@ -65,6 +68,8 @@ class Episodes:
                 if error is None and rowids:
                     self.vectors.forget(changes.tenant_id, rowids)
                     self.words.forget(changes.tenant_id, rowids)
+                    if self.on_erasures is not None:
+                        self.on_erasures(changes.tenant_id)
         written: dict[str, list[str]] = {}  # a batch's episodes are a set each: told once a tenant
         for changes, error in zip(change_sets, errors, strict=True):
             if error is None:

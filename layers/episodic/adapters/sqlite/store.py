@@ -60,12 +60,13 @@ class SqliteStore:
     ) -> None:
         """``embedder`` names the model whose vectors recall compares with a query's: episodes
         embedded by another model take part by BM25 only until they are re-embedded. ``on_erasures``
-        hears of a tenant whose episodes any process deleted (:class:`RecallReads`); ``on_new_texts``
+        hears of a tenant whose episodes any process deleted (this one's at once, another's at this
+        one's next search of it: :class:`RecallReads`); ``on_new_texts``
         of a tenant's texts written by any process, when this one first reads them (:class:`WordIndex`)."""
         self.database = Database(path)
         self.vector_search = VectorSearch(ann_threshold=ann_threshold, directory=vector_index_directory(Path(path)))
         self.word_index = WordIndex(on_new_texts)
-        self.episodes = Episodes(self.database, self.vector_search, self.word_index)
+        self.episodes = Episodes(self.database, self.vector_search, self.word_index, on_erasures)
         governance = Governance(self.database)
         self.reviews, self.audit_log, self.tenants = governance, governance, governance
         maintenance = Maintenance(self.database, self.vector_search, self.word_index)
