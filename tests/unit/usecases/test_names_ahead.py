@@ -81,7 +81,9 @@ def test_given_many_names_when_offered_then_each_pass_takes_a_few():
     NamesAhead(embedder).offer("acme", texts)
     kept = embedder.wait_for(30)
     assert len(kept) == 30
-    assert [len(names) for names in embedder.passes] == [NAMES_AT_ONCE] * 3 + [30 - 3 * NAMES_AT_ONCE]
+    assert [len(names) for names in embedder.passes] == [NAMES_AT_ONCE] * (30 // NAMES_AT_ONCE) + [
+        30 % NAMES_AT_ONCE
+    ] * (30 % NAMES_AT_ONCE > 0)
 
 
 def test_given_a_busy_embedder_when_offered_then_nothing_is_embedded_until_it_is_idle():
