@@ -57,17 +57,10 @@ def build_local_service(
     data_dir = _data_dir(settings)
     embedder = embedder or local_embedder(settings)
     ahead = NamesAhead(embedder)
-    forget_kept = getattr(embedder, "forget_tenant", None)
-
-    def forget_tenant(tenant: str) -> None:  # erased in another process: drop its names
-        ahead.forget(tenant)
-        if forget_kept is not None:
-            forget_kept(tenant)
-
     store = SqliteStore(
         data_dir / "episodic.db",
         embedder=embedder.name,
-        on_erasures=forget_tenant,
+        on_erasures=ahead.forget,  # the names offered and kept for a tenant go with its episodes
         on_new_texts=ahead.offer if settings.names_ahead and ahead.useful else None,
     )
     sender, closers = _webhook(settings), [ahead.close, store.close]

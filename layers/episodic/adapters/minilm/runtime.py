@@ -280,8 +280,7 @@ class OnnxMiniLM:
         """Unit vectors of ``texts``, in runs of similar token lengths (:func:`padded_runs`); through
         the lighter graph when ``light`` and there is one, each text in a run of its own: that graph
         quantizes its activations on the scale of the whole run, so a text's vector would depend on
-        what shares its run (a name embedded ahead among seven others read differently from the same
-        name embedded alone)."""
+        what shares its run."""
         import numpy as np
 
         session = self._session(max(1, threads), light)

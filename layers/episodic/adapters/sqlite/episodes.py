@@ -72,9 +72,9 @@ class Episodes:
                         self.on_erasures(changes.tenant_id)
         written: dict[str, list[str]] = {}  # a batch's episodes are a set each: told once a tenant
         for changes, error in zip(change_sets, errors, strict=True):
-            if error is None:
-                summaries = written.setdefault(changes.tenant_id, [])
-                summaries += [new.episode.summary for new in changes.put if new.episode.status is Status.ACTIVE]
+            active = [new.episode.summary for new in changes.put if new.episode.status is Status.ACTIVE]
+            if error is None and active:
+                written.setdefault(changes.tenant_id, []).extend(active)
         for tenant, summaries in written.items():
             self.words.written(tenant, summaries)
         for error in errors:

@@ -1,11 +1,9 @@
 """The names a tenant's episodes mention, embedded before a recall asks for them, while the model is idle.
 
 Why: a widened recall leans its second round toward names its first round's best items mention
-(:mod:`.rounds`), and a name not seen before is one more pass of the model beside the question's.
-On tickets whose names rarely recur, that pass is most recalls' and the two share the cores; with
-the names embedded ahead, recall over HTTP went from 2.09x, 2.10x, 2.08x the model's one query to
-2.06x, 2.03x, 2.02x (alternating runs; docs/decisions.md, "The names of written episodes are
-embedded ahead").
+(:mod:`.rounds`), and a name not seen before is one more pass of the model beside the question's;
+on tickets whose names rarely recur, that is most recalls' (measured in docs/decisions.md, "The
+names of written episodes are embedded ahead").
 
 How: the store tells :meth:`NamesAhead.offer` the summaries of the episodes written (the local
 store: the writing process at once, every other one when its next search reads the new rows), and
@@ -33,8 +31,8 @@ from episodic.domain.recall.query import widening_names
 log = logging.getLogger(__name__)
 
 NAMES_AT_ONCE = 2
-"""Names a request to the embedder holds: each runs alone through the lighter graph (~1.5 ms on
-one core), so a question that arrives meanwhile meets at most ~3 ms of it."""
+"""Names a request to the embedder holds: each runs alone through the lighter graph, so a question
+that arrives meanwhile meets at most two short runs of it."""
 NAMES_AT_MOST = 512
 """The most names one offer embeds (the first its texts mention): the embedder keeps a few thousand
 names in all, and a tenant read for the first time may offer all its texts."""
@@ -84,10 +82,12 @@ class NamesAhead:
             self._offers.put_nowait((tenant, mark, texts))
 
     def forget(self, tenant: str) -> None:
-        """``tenant``'s episodes were erased: what was offered for it before now is dropped."""
+        """``tenant``'s episodes were erased: what was offered for it before now is dropped, and so
+        is what the embedder keeps for it (its questions and names)."""
         with self._lock:
             self._forgotten[tenant] = self._forgotten.get(tenant, 0) + 1
             self._seen.pop(tenant, None)
+        self._forget_kept(tenant)
 
     def close(self) -> None:
         """Stop: what is offered from now on, or waits, is dropped, and the thread ends."""
