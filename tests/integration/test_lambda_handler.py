@@ -65,3 +65,24 @@ def test_given_the_core_package_when_imported_then_no_heavy_or_cloud_library_is_
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_given_a_summary_in_another_script_when_read_back_then_the_body_is_utf8_json_of_the_same_text(wired):
+    event = json.loads((EVENTS / "post_episode.json").read_text())
+    body = json.loads(event["body"])
+    body["summary"] = "Zoë paid the café invoice for 東京 — 200 €"
+    event["body"] = json.dumps(body)
+    event["headers"].pop("Idempotency-Key")
+    event["multiValueHeaders"].pop("Idempotency-Key")
+    response = invoke(event)
+    assert response["statusCode"] == 201
+    assert "東京" in response["body"]  # written as UTF-8, not as \u escapes
+    assert json.loads(response["body"])["episode"]["summary"] == body["summary"]
+
+
+def test_given_a_string_no_utf8_can_hold_when_a_response_is_written_then_it_is_escaped_json():
+    from episodic.entrypoints.rest.app import _write_json
+
+    written = _write_json({"summary": "half a pair \ud800 here", "n": 1})
+    assert "\\ud800" in written
+    assert json.loads(written) == {"summary": "half a pair \ud800 here", "n": 1}
