@@ -256,3 +256,43 @@ def test_idle_says_whether_a_pass_started_now_would_run_alone(monkeypatch):
     assert embedder.idle()
     monkeypatch.setattr(embedder_module, "spare_core", lambda: False)  # another process uses the cores
     assert not embedder.idle()
+
+
+def test_given_an_idle_embedder_then_a_question_runs_on_the_callers_thread_and_is_kept(minilm, monkeypatch):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    embedder = MiniLMEmbedder()
+    embedder._model = minilm._load()
+    run = embedder.query_here("which customer reported the invoice problem?", tenant="acme")
+    assert run is not None
+    vector = run()
+    assert np.allclose(vector, minilm.embed(["which customer reported the invoice problem?"])[0], atol=1e-5)
+    assert embedder.query_here("which customer reported the invoice problem?", tenant="acme") is None  # kept
+    passes = embedder.passes
+    assert np.allclose(embedder.start_query("which customer reported the invoice problem?", tenant="acme")(), vector)
+    assert embedder.passes == passes
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)  # another process uses the cores
+    assert embedder.query_here("a question not asked before", tenant="acme") is None
+
+
+def test_given_a_question_running_on_its_callers_thread_then_the_embedder_is_busy_meanwhile(monkeypatch):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    embedder = MiniLMEmbedder(passes_at_once=1)
+    embedder._model = runtime = GraphRecordingRuntimeDouble()
+    run = embedder.query_here("what did Kalomiten order?", tenant="acme")
+    assert run is not None
+    caller = threading.Thread(target=run)
+    caller.start()
+    assert runtime.entered.wait(timeout=30)
+    assert not embedder.idle() and embedder.query_here("and Porto?", tenant="acme") is None
+    runtime.gate.set()
+    caller.join(timeout=30)
+    assert embedder.idle() and runtime.passes == [(("what did Kalomiten order?",), False)]
+
+
+def test_given_a_runtime_running_one_pass_at_a_time_then_no_question_runs_on_its_callers_thread(monkeypatch):
+    """PyTorch's thread count is global to the process: its passes all go through the one worker."""
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: True)
+    embedder = MiniLMEmbedder()
+    assert embedder.query_here("what did Kalomiten order?", tenant="acme") is None  # not loaded yet
+    embedder._model = FailingModelDouble()  # says nothing of parallel passes, as the PyTorch runtime says False
+    assert embedder.query_here("what did Kalomiten order?", tenant="acme") is None

@@ -5,6 +5,7 @@ once finds; each name is embedded alone, and a failure of the names' embedding i
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
@@ -13,7 +14,7 @@ from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.rounds import names_vector
 from episodic.domain.errors import StorageError
 from episodic.domain.model import RecallRequest
-from tests.support.factories import AGENT, proposal
+from tests.support.factories import AGENT, proposal, remember_turn
 
 QUESTION = "how does dana know the friend who talked her into the half marathon?"
 
@@ -215,3 +216,98 @@ def test_given_an_embedder_with_a_lighter_pass_for_names_then_the_names_take_it_
     vector = names_vector(names, ["Kirsty", "Porto", "Velorasa"], "acme").value()
     assert names.events == [("names", ("Kirsty", "Porto"))]  # one request, not a question each
     assert vector == pytest.approx(names_vector(embedder, ["Kirsty", "Porto"], "acme").value(), abs=1e-9)
+
+
+class HereEmbedderDouble:
+    """TEST DOUBLE: the hashing embedder offering ``query_here`` (as the model does when idle),
+    recording on which thread the question is embedded and the index searched by words."""
+
+    def __init__(self, real) -> None:
+        self.real, self.name, self.dimension = real, real.name, real.dimension
+        self.question_thread: int | None = None
+
+    def embed(self, texts):
+        return self.real.embed(texts)
+
+    def query_here(self, text, tenant=None):
+        def run():
+            self.question_thread = threading.get_ident()
+            return self.real.embed([text])[0]
+
+        return run
+
+
+class WordsThreadIndexDouble(CountingApartIndexDouble):
+    """TEST DOUBLE: the real local index, recording the threads it is searched by words on."""
+
+    def __init__(self, real) -> None:
+        super().__init__(real)
+        self.words_threads: set[int] = set()
+
+    def candidates(self, scope, query, vector, pool_size, embedder=None):
+        self.words_threads.add(threading.get_ident())
+        return super().candidates(scope, query, vector, pool_size, embedder)
+
+
+def test_given_an_embedder_running_the_question_on_the_recalls_thread_then_the_words_are_searched_meanwhile_on_a_helper(
+    deps, dana
+):
+    embedder, index = HereEmbedderDouble(deps.embedder), WordsThreadIndexDouble(deps.index)
+    here = Reads(replace(deps, embedder=embedder, index=index)).recall(AGENT, RecallRequest(query=QUESTION))
+    assert embedder.question_thread == threading.get_ident()
+    assert index.words_threads and threading.get_ident() not in index.words_threads
+    usual = Reads(deps).recall(AGENT, RecallRequest(query=QUESTION))
+    assert here.interpretation.widened_with == usual.interpretation.widened_with == ["Kirsty"]
+    assert [i.episode.event_id for i in here.items] == [i.episode.event_id for i in usual.items]
+    assert here.degraded == usual.degraded == []
+
+
+class TimelinesRecordingDouble:
+    """TEST DOUBLE: the real episode store, recording on which thread each read of pages around
+    turns (``timelines``) ran and how many windows it read."""
+
+    def __init__(self, real) -> None:
+        self.real, self.reads = real, []
+
+    def timelines(self, queries):
+        self.reads.append((threading.get_ident(), len(queries)))
+        return self.real.timelines(queries)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.fixture
+def lisbon(writes):
+    for minute, actor, summary in (
+        (0, "aga", "Are you still moving to Lisbon on 22 April?"),
+        (1, "rafael", "Yes, the relocation company found us a flat in Alfama"),
+        (2, "aga", "Lovely, I will visit you in Lisbon in May"),
+        (3, "rafael", "Bring the good coffee, the Lisbon roasters are closed on Mondays"),
+    ):
+        remember_turn(writes, summary, minute, "s-lisbon", actorId=actor)
+    for minute, actor, summary in (
+        (90, "aga", "Did the Porto roaster ship our beans for the cafe opening?"),
+        (91, "rafael", "Yes, the roaster ships the beans on Friday"),
+    ):
+        remember_turn(writes, summary, minute, "s-beans", actorId=actor)
+
+
+def test_given_a_recall_with_a_core_to_spare_then_the_turns_around_its_best_items_by_words_are_read_ahead(deps, lisbon):
+    question = "when is rafael moving to Lisbon?"
+    alone = TimelinesRecordingDouble(deps.episodes)
+    usual = Reads(replace(deps, episodes=alone)).recall(AGENT, RecallRequest(query=question))
+    recording = TimelinesRecordingDouble(deps.episodes)
+    here = Reads(replace(deps, embedder=HereEmbedderDouble(deps.embedder), episodes=recording)).recall(
+        AGENT, RecallRequest(query=question)
+    )
+    assert [i.episode.event_id for i in here.items] == [i.episode.event_id for i in usual.items]
+    assert [[n.event_id for n in i.neighbours] for i in here.items] == [
+        [n.event_id for n in i.neighbours] for i in usual.items
+    ]
+    assert any(i.neighbours for i in here.items) and any(i.components.replies_to for i in here.items)
+    ahead = sum(windows for thread, windows in recording.reads if thread != threading.get_ident())
+    after = sum(windows for thread, windows in recording.reads if thread == threading.get_ident())
+    by_words = sum(1 for i in here.items if i.components.lexical > 0)
+    assert ahead >= by_words > 0  # the turns of every item found by words, read on the helper
+    assert after == sum(windows for _, windows in alone.reads) - by_words - 1  # and the reply to their question

@@ -12,8 +12,11 @@ runtime's lighter graph (:mod:`.light`) and are kept apart from questions. Store
 kept at all (a write is rarely repeated, and a faster write would say that someone wrote the same
 text before).
 
-Callers never run the model themselves: they queue their texts, and worker threads each take
-whatever is waiting into one forward pass, so concurrent queries share passes. A pass of one or
+Callers queue their texts, and worker threads each take whatever is waiting into one forward pass,
+so concurrent queries share passes. One exception: a recall's question that finds the embedder idle
+(no pass running or waiting, a core to spare) runs on the recall's own thread (:meth:`query_here`),
+which then hands its searches by words to a helper; the worker would have taken it at once, and the
+hand-over and hand-back were two thread wake-ups on the way to the vector. A pass of one or
 few texts runs on one core (a single query is fastest there, and leaves the other cores to the
 requests); a batch on all of them. On ONNX Runtime there is one worker per core, so passes also
 run side by side; on PyTorch, whose thread count is global to the process, one.
@@ -175,6 +178,34 @@ class MiniLMEmbedder:
                     wait = self._waiter(pending, tenant, text, position[text], cache)
                     waits[i] = _Waiting(wait, pending.done.is_set)
         return [wait for wait in waits if wait is not None]
+
+    def query_here(self, text: str, tenant: str | None = None) -> Callable[[], Any] | None:
+        """``text``'s vector as a pass its caller runs on its own thread, when nothing is kept for it,
+        the embedder is :meth:`idle` and its runtime runs passes side by side (ONNX Runtime): a worker
+        would take it at once anyway, and handing it over and its vector back costs two thread
+        wake-ups on the caller's way to the vector. None otherwise: :meth:`start_query` then. The
+        pass counts as a worker's while it runs, so what comes meanwhile (the names, or another
+        recall) sees the embedder busy."""
+        if not getattr(self._model, "parallel_passes", False):  # not loaded yet, or one pass at a time
+            return None
+        if self._cache.get(tenant, text) is not None or not self.idle():
+            return None
+
+        def run() -> Any:
+            with self._count_lock:
+                self._in_flight += 1
+            try:
+                vector = self._load().encode([text], threads=1, batch_size=self.batch_size)[0]
+            finally:
+                with self._count_lock:
+                    self._in_flight -= 1
+            with self._count_lock:
+                self.passes += 1
+                self.texts_encoded += 1
+            self._cache.put(tenant, text, vector)
+            return vector
+
+        return run
 
     def idle(self) -> bool:
         """Whether a pass started now would run alone: no worker in a pass, nothing queued, and a

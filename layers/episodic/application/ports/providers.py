@@ -36,7 +36,10 @@ class Embedder(Protocol):
     can compute in the background offers ``start_query(text, tenant=)``, which starts embedding a
     question (as ``embed_query`` would, where there is one) and returns a call that waits for the
     vector (raising what the model raised): recall then searches by words while the model runs. That
-    call may also offer ``ready()``, true once calling it would not wait. ``tenant`` is whose
+    call may also offer ``ready()``, true once calling it would not wait. One may also offer
+    ``query_here(text, tenant=)``: a call that runs the question's pass on the thread that makes it,
+    or ``None`` when the embedder would rather run it in the background (it is busy, or keeps the
+    vector); recall then searches by words on a helper thread while its own runs the model. ``tenant`` is whose
     question it is: an embedder that keeps questions' vectors keeps each tenant's apart, so a vector
     kept for one never answers another tenant faster (which would tell it what the first asked or
     holds); ``embed`` keeps nothing across calls for the same reason. One that keeps them also offers

@@ -21,10 +21,15 @@ class PendingVector:
     overlap. ``wait`` returns the vector; an embedder that failed (``StorageError``) leaves
     ``None`` and :attr:`failed` set, and recall goes on by words, as it does without a vector."""
 
-    def __init__(self, wait: Callable[[], Vector | None], ready: Callable[[], bool] | None = None) -> None:
-        """``ready``, when the maker of ``wait`` can tell, says whether ``wait`` would return at once."""
+    def __init__(
+        self, wait: Callable[[], Vector | None], ready: Callable[[], bool] | None = None, *, here: bool = False
+    ) -> None:
+        """``ready``, when the maker of ``wait`` can tell, says whether ``wait`` would return at once;
+        ``here``: ``wait`` runs the model on the thread that first reads the vector, so a reader with
+        other work to do meanwhile hands that work to another thread first."""
         self._wait: Callable[[], Vector | None] | None = wait
         self._ready = ready
+        self.here = here
         self._value: Vector | None = None
         self._lock = threading.Lock()
         self.failed = False

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from episodic.application.ports import (
     PendingVector,
@@ -20,8 +20,16 @@ from episodic.application.ports import (
     TimelineQuery,
 )
 from episodic.application.usecases.deps import Deps, hash_text
-from episodic.application.usecases.replies import replies_to, sessions_around, shifted
-from episodic.application.usecases.rounds import Found, SearchRounds, start_embedding
+from episodic.application.usecases.replies import (
+    TurnsRead,
+    neighbour_windows,
+    read_ahead,
+    replies_to,
+    session_turns,
+    sessions_around,
+    shifted,
+)
+from episodic.application.usecases.rounds import Found, ReadAhead, SearchRounds, start_embedding
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
 from episodic.domain.errors import ForbiddenError
 from episodic.domain.model import (
@@ -29,7 +37,6 @@ from episodic.domain.model import (
     AuditRecord,
     Caller,
     Episode,
-    EventType,
     NeighbourTurn,
     PrivacyClass,
     QueryInterpretation,
@@ -48,6 +55,9 @@ from episodic.domain.recall.ranking import Candidate, Ranker
 
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""
+
+READ_AHEAD = 20
+"""Of the best items by words, how many have their neighbouring turns read ahead (:meth:`Reads._ahead`)."""
 
 
 NO_FILTERS = TimelineRequest()
@@ -96,15 +106,16 @@ class Reads:
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
         pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id)
-        ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained)
+        turns: TurnsRead = {}
+        ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained, turns)
         if not ranked and query is not None and explained.time_phrase is not None:
             # The window came from the words, not from the caller, and held nothing: search all
             # time (with the same query vector) rather than answer with nothing, and say so.
             everywhen = replace(scope, occurred_after=None, occurred_before=None)
             ranked, explained, degraded = self._search(
-                caller, request, query, pending, everywhen, explained.model_copy(update={"window_empty": True})
+                caller, request, query, pending, everywhen, explained.model_copy(update={"window_empty": True}), turns
             )
-        items = self._with_neighbours(scope, ranked, request.neighbours)
+        items = self._with_neighbours(scope, ranked, request.neighbours, turns)
         recall_id = deps.ids(now)
         embedding = ("semantic_unavailable",) if pending is not None and pending.failed else ()
         degraded = (*embedding, *degraded, *self._account(caller, request, items, recall_id, now))
@@ -124,11 +135,12 @@ class Reads:
         pending: PendingVector | None,
         scope: Scope,
         explained: QueryInterpretation,
+        turns: TurnsRead,
     ) -> tuple[list[RecallItem], QueryInterpretation, tuple[str, ...]]:
         """The ranked items for ``query`` (embedded as ``pending``, which the model may still
         be computing while the index searches by words) in ``scope``, with a second round when
         it adds names (:mod:`.rounds`); what recall tells the caller it understood; and what
-        could not be done."""
+        could not be done. ``turns`` keeps the turns read around the items (see :meth:`_ahead`)."""
         deps = self.deps
         ranker = deps.ranker.for_question(query)
         pool = max(deps.settings.recall_pool_size, request.limit)
@@ -137,9 +149,9 @@ class Reads:
             first = rounds.search(None, None)
             found = Found(first, rounds.admitted([c.event_id for c in first.items]), None)
         else:
-            found = rounds.run(query, pending, request)
+            found = rounds.run(query, pending, request, self._ahead(ranker, scope, request, turns))
         semantic = found.vector is not None
-        replies = self._replies(ranker, scope, found.first.items, found.episodes, semantic) if query else {}
+        replies = self._replies(ranker, scope, found.first.items, found.episodes, semantic, turns) if query else {}
         degraded: tuple[str, ...] = found.first.degraded
         if found.widened is not None:
             names, widened = found.widened
@@ -151,8 +163,27 @@ class Reads:
         )  # fmt: skip
         return ranked, explained, degraded
 
+    def _ahead(self, ranker: Ranker, scope: Scope, request: RecallRequest, turns: TurnsRead) -> ReadAhead:
+        """What a recall with a core to spare reads while the model embeds its question, once its
+        words are searched (:meth:`SearchRounds.run`): the turns around the best items by words and
+        the replies to their best question turns, into ``turns``. Most of a conversation recall's
+        items and question turns are among them, and are not read again after the vector."""
+
+        def ahead(best: Sequence[Candidate], episodes: dict[str, Episode]) -> None:
+            leading = [episodes[c.event_id] for c in best[:READ_AHEAD] if c.event_id in episodes]
+            asking = ranker.questions(best, episodes, False, QUESTIONS_FOLLOWED)
+            read_ahead(self.deps.episodes, scope, leading if request.neighbours else [], asking, turns)
+
+        return ahead
+
     def _replies(
-        self, ranker: Ranker, scope: Scope, found: Sequence[Candidate], episodes: dict[str, Episode], semantic: bool
+        self,
+        ranker: Ranker,
+        scope: Scope,
+        found: Sequence[Candidate],
+        episodes: dict[str, Episode],
+        semantic: bool,
+        turns: TurnsRead,
     ) -> dict[str, str]:
         """``{reply id: question id}`` for the most relevant question turns whose next turn is
         another speaker's (:mod:`episodic.application.usecases.replies`); ``episodes`` gains the replies.
@@ -162,7 +193,7 @@ class Reads:
         questions = ranker.questions(found, episodes, semantic, QUESTIONS_FOLLOWED)
         if not questions:
             return {}
-        answers = replies_to(self.deps.episodes, scope, questions)
+        answers = replies_to(self.deps.episodes, scope, questions, turns)
         episodes.update({reply.event_id: reply for reply in answers.values() if scope.admits(reply)})
         return {reply.event_id: asked for asked, reply in answers.items() if reply.event_id in episodes}
 
@@ -220,26 +251,16 @@ class Reads:
         counted = self.deps.episodes.record_recall(audit, returned, now)
         return () if counted else ("access_stats_not_updated",)
 
-    def _with_neighbours(self, scope: Scope, items: list[RecallItem], count: int) -> list[RecallItem]:
+    def _with_neighbours(self, scope: Scope, items: list[RecallItem], count: int, turns: TurnsRead) -> list[RecallItem]:
         """A conversation turn alone is often unreadable ("yes, do that"): attach the turns just
         before and after it in the same session (same actor, within an hour), as context; read for
-        all the items at once.
-
-        The neighbours are read under the recall's own scope -- its statuses, project and, above
-        all, its privacy rule -- narrowed to the turn's actor and hour: naming the actor here
-        must not admit the private turns an unscoped recall may not show."""
+        all the items at once (but those in ``turns``, read ahead), under the recall's own scope
+        (:func:`~episodic.application.usecases.replies.neighbour_windows`)."""
         if count == 0:
             return items
-        turns = [item.episode for item in items if item.episode.event_type is EventType.CONVERSATION_TURN
-                 and item.episode.session_id]  # fmt: skip
-        window = timedelta(hours=1)
-        windows = [
-            replace(scope, actor_id=ep.actor_id, event_types=(EventType.CONVERSATION_TURN,), tags=(),
-                    occurred_after=shifted(ep.occurred_at, -window), occurred_before=shifted(ep.occurred_at, window))
-            for ep in turns
-        ]  # fmt: skip
-        found = sessions_around(self.deps.episodes, windows, turns)
-        around = dict(zip((ep.event_id for ep in turns), found, strict=True))
+        chosen = session_turns(item.episode for item in items)
+        found = sessions_around(self.deps.episodes, neighbour_windows(scope, chosen), chosen, turns)
+        around = dict(zip((ep.event_id for ep in chosen), found, strict=True))
         return [_beside(item, *around.get(item.episode.event_id, ([], None)), count) for item in items]
 
 

@@ -17,12 +17,17 @@ in one request once the vectors are there (the scope placed once); one whose hyb
 request (OpenSearch) is asked once per round. Both ways find the same candidates and the same names.
 Of what the search by meaning adds, only the episodes that could still be served are read
 (:meth:`~episodic.domain.recall.ranking.Ranker.worth_reading`): most score far below the words' best.
+
+When the embedder runs the question on the recall's own thread (it is idle: a core is free), the
+words are searched on a helper thread meanwhile, and the helper then reads ahead what the recall
+will likely read after the vector (``ahead``: the turns around the best items by words).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import cast
 
@@ -58,9 +63,15 @@ def query_vector(embedder: Embedder, text: str, tenant: str) -> Vector:
 
 def start_embedding(embedder: Embedder, text: str, tenant: str) -> PendingVector:
     """``text``'s embedding as ``tenant``'s question, started now: an embedder that can run it in
-    the background (``start_query``) does so while recall searches by words; any other runs when
-    the vector is first read. When the embedder is unavailable the vector is ``None`` and
-    recall goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
+    the background (``start_query``) does so while recall searches by words, unless it offers to
+    run it on the recall's own thread (``query_here``: it is idle), and then the words are searched
+    on a helper thread meanwhile (:data:`WORDS_ALONGSIDE`); any other runs when the vector is first
+    read. When the embedder is unavailable the vector is ``None`` and recall goes on by text alone
+    and says so (``semantic_unavailable``) rather than failing."""
+    here = getattr(embedder, "query_here", None)
+    run_here = here(text, tenant=tenant) if here is not None else None
+    if run_here is not None:
+        return PendingVector(run_here, here=True)
     start = getattr(embedder, "start_query", None)
     if start is None:
         return PendingVector(lambda: query_vector(embedder, text, tenant))
@@ -139,6 +150,21 @@ def merged(words: RecallCandidates, meaning: RecallCandidates) -> RecallCandidat
     return RecallCandidates(items, (*words.degraded, *meaning.degraded))
 
 
+WORDS_ALONGSIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="episodic-recall-words")
+"""Where a recall's searches by words run when the model embeds its question on the recall's own
+thread (``PendingVector.here``). Handing the question to the embedder's worker and its vector
+back costs two thread wake-ups on the way to the vector; handing the words to a helper costs one,
+off that way, as they take less time than the model's pass. An embedder offers that only when it is
+idle, so few recalls at a time use these threads; they start on first use and end with the process."""
+
+ReadAhead = Callable[[Sequence[Candidate], dict[str, Episode]], None]
+"""What a recall reads ahead from its best items by words (in order) and the episodes read for them."""
+
+ByWords = tuple[RecallCandidates, dict[str, Episode], list[str], PendingVector | None, RecallCandidates]
+"""What :meth:`SearchRounds._by_words` finds: first round's words, the episodes read, the names,
+their pending vector, the second round's words."""
+
+
 @dataclass
 class Found:
     """What a recall's search found: the first round, the episodes behind every candidate
@@ -174,19 +200,20 @@ class SearchRounds:
         pool = self.pool if query is None or vector is not None else self.words_pool
         return deps.index.candidates(self.scope, query, vector, pool, embedder=deps.embedder.name)
 
-    def run(self, query: str, pending: PendingVector, request: RecallRequest) -> Found:
+    def run(self, query: str, pending: PendingVector, request: RecallRequest, ahead: ReadAhead | None = None) -> Found:
         """Both rounds for ``query`` (embedded as ``pending``), the second only when ``request``
-        widens and the first round's best items by words name something the query does not."""
+        widens and the first round's best items by words name something the query does not.
+        When the model runs on this thread, ``ahead`` is given the first round's best items by words
+        and the episodes read once they are searched, on the helper, while the model still runs."""
         index = self.deps.index
         if not getattr(index, "searches_apart", False):
             return self._together(query, pending, request)
-        words = self.search(query, None)
-        episodes = self.admitted([c.event_id for c in words.items])
-        names = self._names(query, words.items, episodes) if request.widen else []
-        toward = names_vector(self.deps.embedder, names, self.caller.tenant_id) if names else None
-        second_words = self.search(f"{query} {' '.join(names)}", None) if names else RecallCandidates()
-        # read before the vector is waited for, as the first round's are
-        episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
+        if pending.here:  # the model runs on this thread: the words on a helper meanwhile
+            helped = WORDS_ALONGSIDE.submit(self._by_words, query, request, ahead)
+            pending.value()
+            words, episodes, names, toward, second_words = helped.result()
+        else:
+            words, episodes, names, toward, second_words = self._by_words(query, request)
         vector = resolved(pending)
         meaning = cast(SearchesApart, index)
         together = toward is None or toward.ready()  # else the question's meaning is searched while the names' embed
@@ -201,6 +228,20 @@ class SearchRounds:
         if second is not None:
             result.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
         return result
+
+    def _by_words(self, query: str, request: RecallRequest, ahead: ReadAhead | None = None) -> ByWords:
+        """What both rounds need before the question's vector: the first round's search by words and
+        its episodes, the names it widens with (their embedding started), the second round's search
+        by words and its episodes (read before the vector is waited for, as the first round's are)."""
+        words = self.search(query, None)
+        episodes = self.admitted([c.event_id for c in words.items])
+        names = self._names(query, words.items, episodes) if request.widen else []
+        toward = names_vector(self.deps.embedder, names, self.caller.tenant_id) if names else None
+        second_words = self.search(f"{query} {' '.join(names)}", None) if names else RecallCandidates()
+        episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
+        if ahead is not None:
+            ahead(words.items, episodes)
+        return words, episodes, names, toward, second_words
 
     def _together(self, query: str, pending: PendingVector, request: RecallRequest) -> Found:
         """:meth:`run` against an index that searches words and meaning in one request a round."""
