@@ -18,7 +18,10 @@ def _defines(path: Path, function: str) -> bool:
     return any(isinstance(n, ast.FunctionDef) and n.name == function for n in ast.walk(tree))
 
 
-@pytest.mark.parametrize(("stage", "where"), [*POLICY_STAGES.items(), *RECALL_STAGES.items()])
+@pytest.mark.parametrize(
+    ("stage", "where"),
+    [(stage, where) for stage, keys in [*POLICY_STAGES.items(), *RECALL_STAGES.items()] for where in keys],
+)
 def test_given_a_profile_stage_then_a_module_of_that_name_defines_its_function(stage, where):
     file_name, function = where
     defined = any(_defines(path, function) for path in PACKAGE.rglob(file_name))

@@ -191,7 +191,7 @@ class MiniLMEmbedder:
         if self._cache.get(tenant, text) is not None or not self.idle():
             return None
 
-        def run() -> Any:
+        def run_here() -> Any:
             with self._count_lock:
                 self._in_flight += 1
             try:
@@ -205,7 +205,7 @@ class MiniLMEmbedder:
             self._cache.put(tenant, text, vector)
             return vector
 
-        return run
+        return run_here
 
     def idle(self) -> bool:
         """Whether a pass started now would run alone: no worker in a pass, nothing queued, and a
