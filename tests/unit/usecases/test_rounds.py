@@ -5,6 +5,7 @@ once finds; each name is embedded alone, and a failure of the names' embedding i
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import replace
 
@@ -237,15 +238,21 @@ class HereEmbedderDouble:
         return run
 
 
+REQUEST = contextvars.ContextVar("request", default=None)
+
+
 class WordsThreadIndexDouble(CountingApartIndexDouble):
-    """TEST DOUBLE: the real local index, recording the threads it is searched by words on."""
+    """TEST DOUBLE: the real local index, recording the threads it is searched by words on and the
+    request each search saw in its context (as a logger's per-request keys would)."""
 
     def __init__(self, real) -> None:
         super().__init__(real)
         self.words_threads: set[int] = set()
+        self.requests: set[str | None] = set()
 
     def candidates(self, scope, query, vector, pool_size, embedder=None):
         self.words_threads.add(threading.get_ident())
+        self.requests.add(REQUEST.get())
         return super().candidates(scope, query, vector, pool_size, embedder)
 
 
@@ -253,9 +260,14 @@ def test_given_an_embedder_running_the_question_on_the_recalls_thread_then_the_w
     deps, dana
 ):
     embedder, index = HereEmbedderDouble(deps.embedder), WordsThreadIndexDouble(deps.index)
-    here = Reads(replace(deps, embedder=embedder, index=index)).recall(AGENT, RecallRequest(query=QUESTION))
+    asked = REQUEST.set("request-7")
+    try:
+        here = Reads(replace(deps, embedder=embedder, index=index)).recall(AGENT, RecallRequest(query=QUESTION))
+    finally:
+        REQUEST.reset(asked)
     assert embedder.question_thread == threading.get_ident()
     assert index.words_threads and threading.get_ident() not in index.words_threads
+    assert index.requests == {"request-7"}  # the helper ran in the recall's context
     usual = Reads(deps).recall(AGENT, RecallRequest(query=QUESTION))
     assert here.interpretation.widened_with == usual.interpretation.widened_with == ["Kirsty"]
     assert [i.episode.event_id for i in here.items] == [i.episode.event_id for i in usual.items]

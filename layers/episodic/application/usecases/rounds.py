@@ -25,6 +25,7 @@ will likely read after the vector (``ahead``: the turns around the best items by
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -209,7 +210,8 @@ class SearchRounds:
         if not getattr(index, "searches_apart", False):
             return self._together(query, pending, request)
         if pending.here:  # the model runs on this thread: the words on a helper meanwhile
-            helped = WORDS_ALONGSIDE.submit(self._by_words, query, request, ahead)
+            # in the recall's context, so what the helper logs carries the request's id
+            helped = WORDS_ALONGSIDE.submit(contextvars.copy_context().run, self._by_words, query, request, ahead)
             pending.value()
             words, episodes, names, toward, second_words = helped.result()
         else:
