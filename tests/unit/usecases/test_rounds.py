@@ -226,11 +226,14 @@ class HereEmbedderDouble:
     def __init__(self, real) -> None:
         self.real, self.name, self.dimension = real, real.name, real.dimension
         self.question_thread: int | None = None
+        self.offered = False
 
     def embed(self, texts):
         return self.real.embed(texts)
 
     def query_here(self, text, tenant=None):
+        self.offered = True
+
         def run():
             self.question_thread = threading.get_ident()
             return self.real.embed([text])[0]
@@ -323,3 +326,13 @@ def test_given_a_recall_with_a_core_to_spare_then_the_turns_around_its_best_item
     by_words = sum(1 for i in here.items if i.components.lexical > 0)
     assert ahead >= by_words > 0  # the turns of every item found by words, read on the helper
     assert after == sum(windows for _, windows in alone.reads) - by_words - 1  # and the reply to their question
+
+
+def test_given_an_index_searching_both_at_once_then_the_question_is_never_run_on_the_recalls_thread(deps, dana):
+    """Such an index reads the words before it waits for the vector: the model must run meanwhile."""
+    embedder = HereEmbedderDouble(deps.embedder)
+    answer = Reads(replace(deps, embedder=embedder, index=OneRequestIndexDouble(deps.index))).recall(
+        AGENT, RecallRequest(query=QUESTION)
+    )
+    assert not embedder.offered and embedder.question_thread is None
+    assert answer.interpretation.widened_with == ["Kirsty"]

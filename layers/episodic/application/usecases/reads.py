@@ -105,7 +105,8 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id)
+        apart = getattr(deps.index, "searches_apart", False)  # words on a helper while the model runs here
+        pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id, here=apart)
         turns: TurnsRead = {}
         ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained, turns)
         if not ranked and query is not None and explained.time_phrase is not None:

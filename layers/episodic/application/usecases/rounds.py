@@ -62,15 +62,16 @@ def query_vector(embedder: Embedder, text: str, tenant: str) -> Vector:
     return as_query(text, tenant=tenant) if as_query is not None else embedder.embed([text])[0]
 
 
-def start_embedding(embedder: Embedder, text: str, tenant: str) -> PendingVector:
+def start_embedding(embedder: Embedder, text: str, tenant: str, *, here: bool = False) -> PendingVector:
     """``text``'s embedding as ``tenant``'s question, started now: an embedder that can run it in
-    the background (``start_query``) does so while recall searches by words, unless it offers to
-    run it on the recall's own thread (``query_here``: it is idle), and then the words are searched
-    on a helper thread meanwhile (:data:`WORDS_ALONGSIDE`); any other runs when the vector is first
-    read. When the embedder is unavailable the vector is ``None`` and recall goes on by text alone
-    and says so (``semantic_unavailable``) rather than failing."""
-    here = getattr(embedder, "query_here", None)
-    run_here = here(text, tenant=tenant) if here is not None else None
+    the background (``start_query``) does so while recall searches by words; any other runs when the
+    vector is first read. With ``here`` (the recall can hand its words to a helper: an index that
+    searches them apart), an embedder that offers to run it on the recall's own thread
+    (``query_here``: it is idle) does so, and the words are searched on a helper thread meanwhile
+    (:data:`WORDS_ALONGSIDE`). When the embedder is unavailable the vector is ``None`` and recall
+    goes on by text alone and says so (``semantic_unavailable``) rather than failing."""
+    offer = getattr(embedder, "query_here", None) if here else None
+    run_here = offer(text, tenant=tenant) if offer is not None else None
     if run_here is not None:
         return PendingVector(run_here, here=True)
     start = getattr(embedder, "start_query", None)
