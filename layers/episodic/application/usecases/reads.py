@@ -29,7 +29,7 @@ from episodic.application.usecases.replies import (
     sessions_around,
     shifted,
 )
-from episodic.application.usecases.rounds import Found, ReadAhead, SearchRounds, start_embedding
+from episodic.application.usecases.rounds import Found, ReadAhead, SearchRounds, searches_apart, start_embedding
 from episodic.domain.access import ACTOR_SCOPED_PRIVACY, sees_private_of
 from episodic.domain.errors import ForbiddenError
 from episodic.domain.model import (
@@ -105,8 +105,8 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
-        apart = getattr(deps.index, "searches_apart", False)  # words on a helper while the model runs here
-        pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id, here=apart)
+        here = searches_apart(deps.index)  # the words can go to a helper while the model runs on this thread
+        pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id, here=here)
         turns: TurnsRead = {}
         ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained, turns)
         if not ranked and query is not None and explained.time_phrase is not None:

@@ -62,6 +62,12 @@ def query_vector(embedder: Embedder, text: str, tenant: str) -> Vector:
     return as_query(text, tenant=tenant) if as_query is not None else embedder.embed([text])[0]
 
 
+def searches_apart(index: object) -> bool:
+    """Whether ``index`` searches words and meaning apart (:class:`~episodic.application.ports.SearchesApart`):
+    then a recall searches the words while the model runs, on a helper when the model runs on its thread."""
+    return bool(getattr(index, "searches_apart", False))
+
+
 def start_embedding(embedder: Embedder, text: str, tenant: str, *, here: bool = False) -> PendingVector:
     """``text``'s embedding as ``tenant``'s question, started now: an embedder that can run it in
     the background (``start_query``) does so while recall searches by words; any other runs when the
@@ -208,7 +214,7 @@ class SearchRounds:
         When the model runs on this thread, ``ahead`` is given the first round's best items by words
         and the episodes read once they are searched, on the helper, while the model still runs."""
         index = self.deps.index
-        if not getattr(index, "searches_apart", False):
+        if not searches_apart(index):
             return self._together(query, pending, request)
         if pending.here:  # the model runs on this thread: the words on a helper meanwhile
             # in the recall's context, so what the helper logs carries the request's id
