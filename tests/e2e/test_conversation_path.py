@@ -97,6 +97,37 @@ def test_given_private_disclosures_configured_when_one_is_added_then_only_recall
         assert [i.episode.event_id for i in scoped] == [kept.event_id]
 
 
+PLANS = [
+    turn(1, "dara", "Shall we build the raised beds on the bank holiday Monday, 25 May?"),
+    turn(2, "noor", "Works for me!"),
+]
+
+
+def test_given_a_session_posted_turn_by_turn_then_each_reply_is_judged_as_in_the_whole_session(api: Api) -> None:
+    whole = api.post("/v1/sessions/s1/turns", {"turns": PLANS}).json()["turns"]
+    assert [t["decision"] for t in whole] == ["allow", "allow"]  # the reply answers the question before it
+    for session in ("s2", "s3"):
+        first = api.post(f"/v1/sessions/{session}/turns", {"turns": [{**PLANS[0], "turnId": f"{session}-t1"}]})
+        assert first.json()["turns"][0]["decision"] == "allow"
+    # The reply alone, in its own request: the session's stored turn before it is what it answers.
+    reply = api.post("/v1/sessions/s2/turns", {"turns": [{**PLANS[1], "turnId": "s2-t2"}]}).json()["turns"][0]
+    assert (reply["decision"], reply["sentences"][0]["why"]) == ("allow", "answer")
+    # Judged alone: posted in another session, or before the question was said.
+    elsewhere = api.post("/v1/sessions/s9/turns", {"turns": [{**PLANS[1], "turnId": "s9-t2"}]}).json()["turns"][0]
+    early = {**PLANS[1], "turnId": "s3-t0", "occurredAt": (START - timedelta(minutes=5)).isoformat()}
+    before = api.post("/v1/sessions/s3/turns", {"turns": [early]}).json()["turns"][0]
+    assert elsewhere["decision"] == before["decision"] == "deny"
+
+
+def test_given_another_actors_private_turn_when_a_reply_is_posted_alone_then_it_is_not_read_as_context(
+    api: Api,
+) -> None:
+    question = {**PLANS[0], "privacyClass": "private"}
+    assert api.post("/v1/sessions/s1/turns", {"turns": [question]}).json()["turns"][0]["decision"] == "allow"
+    reply = api.post("/v1/sessions/s1/turns", {"turns": [PLANS[1]]}).json()["turns"][0]
+    assert reply["decision"] == "deny"  # a recall by this caller could not see the question: nor can its judge
+
+
 def test_given_bad_turns_when_posted_then_422_and_nothing_is_stored(api: Api) -> None:
     for body in ({"turns": []}, {"turns": [{**SESSION[0], "occurredAt": "2026-11-20T18:00:00"}]}):
         assert api.post("/v1/sessions/s1/turns", body).status_code == 422

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from episodic.application.ports import Changes, IdempotencyRecord, NewEpisode, StatusChange
+from episodic.application.ports import Changes, IdempotencyRecord, NewEpisode, StatusChange, TimelineQuery
 from episodic.application.usecases.deps import Deps
 from episodic.application.usecases.idempotency import Idempotency, ItemKey
+from episodic.application.usecases.reads import scope_for
+from episodic.application.usecases.replies import REPLY_WINDOW, SESSION_TURNS, shifted
 from episodic.domain.access import require_changeable, require_covered
 from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError, WritesDisabledError
 from episodic.domain.forgetting.retention import retention_score
@@ -23,13 +25,15 @@ from episodic.domain.model import (
     Decision,
     Episode,
     EpisodeProposal,
+    EventType,
     PolicyDecision,
     RememberResult,
     Review,
     ReviewStatus,
     Status,
+    TimelineRequest,
 )
-from episodic.domain.policy import replied_turn
+from episodic.domain.policy import may_reply, replied_turn
 
 BATCH_LIMIT = 100
 
@@ -108,9 +112,9 @@ class Writes:
             if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
                 raise ForbiddenError("the episode names a tenant other than the caller's")
         proposals = [self._for_bound_actor(caller, p) for p in proposals]
-        # What each turn answers is read from the whole request, so a retry that writes only
+        # What each turn answers is read before anything is written, so a retry that writes only
         # what a failed attempt left judges each item as the first attempt did.
-        answering = [replied_turn(before, p) for before, p in zip([None, *proposals[:-1]], proposals, strict=True)]
+        answering = self._answering(caller, proposals)
 
         def write(
             caller: Caller, items: list[EpisodeProposal], keys: Sequence[ItemKey | None], at: Sequence[int]
@@ -118,6 +122,34 @@ class Writes:
             return self._write(caller, items, keys, [answering[i] for i in at])
 
         return self.idempotency.run(caller, kind, proposals, key, write)
+
+    def _answering(self, caller: Caller, proposals: list[EpisodeProposal]) -> list[str | None]:
+        """The turn each proposal replies to (:func:`~episodic.domain.policy.replied_turn`): the item
+        before it in the request, or for a session's first turn in the request, the session's newest
+        stored turn before it. A session posted turn by turn is then judged as one posted whole
+        (but for a turn just before that was not kept: only the request holds its text)."""
+        answering = [replied_turn(before, p) for before, p in zip([None, *proposals[:-1]], proposals, strict=True)]
+        opened: set[str] = set()  # sessions with a turn earlier in the request
+        for i, p in enumerate(proposals):
+            if p.session_id is not None and p.session_id not in opened and may_reply(p):
+                answering[i] = replied_turn(self._stored_before(caller, p), p)
+            if p.session_id is not None:
+                opened.add(p.session_id)
+        return answering
+
+    def _stored_before(self, caller: Caller, turn: EpisodeProposal) -> Episode | None:
+        """The newest turn of ``turn``'s session stored before it (strictly: a retried request
+        never finds its own turns), up to :data:`REPLY_WINDOW` earlier, among what the caller
+        could recall (another actor's private turns are not read)."""
+        assert turn.occurred_at is not None  # may_reply
+        window = TimelineRequest(
+            event_types=[EventType.CONVERSATION_TURN],
+            occurred_after=shifted(turn.occurred_at, -REPLY_WINDOW),
+            occurred_before=turn.occurred_at,
+        )
+        scope = scope_for(caller, self.deps.clock.now(), window, all_privacy_for_operators=False)
+        page, _ = self.deps.episodes.timeline(TimelineQuery(scope=scope, limit=SESSION_TURNS, newest_first=True))
+        return next((e for e in page if e.session_id == turn.session_id), None)
 
     def _for_bound_actor(self, caller: Caller, proposal: EpisodeProposal) -> EpisodeProposal:
         """A bound credential writes for its actors only: a proposal without an actor is its one

@@ -205,22 +205,30 @@ class WritePolicy:
         ]
 
 
-def replied_turn(previous: EpisodeProposal | None, turn: EpisodeProposal) -> str | None:
-    """The text ``turn`` replies to: ``previous`` (the item just before it in the same request)
-    when both are conversation turns of the same named session by different speakers, the earlier
-    no later than the reply, and the reply is a person's own words (``user_provided``: an agent's
-    "let me check that for you" answers nothing about anyone); else None (a turn written alone is
-    judged alone)."""
-    turn_type = EventType.CONVERSATION_TURN
-    if previous is None or previous.event_type is not turn_type or turn.event_type is not turn_type:
+def replied_turn(previous: EpisodeProposal | Episode | None, turn: EpisodeProposal) -> str | None:
+    """The text ``turn`` replies to: ``previous`` (the turn just before it: the item before it in
+    the same request, or the session's newest stored turn) when both are conversation turns of the
+    same named session by different speakers, the earlier no later than the reply, and the reply
+    is a person's own words (:func:`may_reply`); else None (a turn written alone is judged alone)."""
+    if previous is None or previous.event_type is not EventType.CONVERSATION_TURN or not may_reply(turn):
         return None
-    if turn.session_id is None or previous.session_id != turn.session_id or previous.actor_id == turn.actor_id:
-        return None
-    if turn.source_trust is not SourceTrust.USER_PROVIDED:
+    if previous.session_id != turn.session_id or previous.actor_id == turn.actor_id:
         return None
     if previous.occurred_at is None or turn.occurred_at is None or previous.occurred_at > turn.occurred_at:
         return None
     return previous.summary
+
+
+def may_reply(turn: EpisodeProposal) -> bool:
+    """Whether ``turn`` is judged in the light of the turn before it: a conversation turn of a named
+    session, dated, in a person's own words (``user_provided``: an agent's "let me check that for
+    you" answers nothing about anyone)."""
+    return (
+        turn.event_type is EventType.CONVERSATION_TURN
+        and turn.session_id is not None
+        and turn.occurred_at is not None
+        and turn.source_trust is SourceTrust.USER_PROVIDED
+    )
 
 
 def _memorability() -> ModuleType:
