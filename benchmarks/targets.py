@@ -90,7 +90,7 @@ def section(
         ("write path without embedding", "1,467/s",
          f"{writes['without_embedding_per_s']:,.0f}/s (the policy alone: {writes['policy_alone_per_s']:,.0f}/s)",
          "≥ 5,000/s", _bound(writes["without_embedding_per_s"] >= 5000, _write_bound(writes))),
-        ("`remember_batch` vs the embedder's batch rate", "0.74", f"{batch_ratio:.2f}", "≥ 0.90",
+        ("`remember_batch` vs the model's batch rate", "0.74", f"{batch_ratio:.2f}", "≥ 0.90",
          _bound(batch_ratio >= 0.9, _batch_bound(writes))),
         ("earlier: 1M tenant, 1,000-episode scope, vector path", "p50 1.40 ms", small, "p50 ≤ 1 ms", small_bound),
         ("earlier: 1M tenant, 10% scope", "p50 114 ms, agreement 0.935, first query pays a 4-minute HNSW build",
@@ -148,12 +148,14 @@ def _write_bound(writes: dict[str, Any]) -> str:
 
 
 def _batch_bound(writes: dict[str, Any]) -> str:
-    model, rest = writes["model_texts_per_s"], writes["without_embedding_per_s"]
-    series = rest / (rest + model)
+    model, embedder = writes["model_texts_per_s"], writes["embedder_texts_per_s"]
+    rest = writes["without_embedding_per_s"]
+    series = rest / (rest + embedder)
     return (
-        f"the model and the rest of the path (policy and store, {1000 / rest:.2f} ms a proposal) in series: "
-        f"{series:.2f}; the path reaches {writes['with_embedding_per_s'] / model / series:.2f} of that bound; "
-        f"0.90 needs the rest at ≤ {1000 / (9 * model):.2f} ms a proposal beside this model"
+        "against the model run directly (one ONNX Runtime session on every core); the service's embedder "
+        f"splits a batch into two one-core passes side by side, {embedder / model:.2f}x the model's rate, and "
+        f"the rest of the path (policy and store, {1000 / rest:.2f} ms a proposal) runs in series with it: "
+        f"{series:.2f} of the embedder alone, reached at {writes['with_embedding_per_s'] / embedder / series:.2f}"
     )
 
 

@@ -116,7 +116,36 @@ def test_given_one_worker_in_a_pass_and_an_idle_core_then_a_small_request_runs_b
     assert one._model.most_at_once == 2 and one.passes == 2
     batch = _slow(passes_at_once=1)
     _two_callers(batch, texts=embedder_module.SMALL_PASS + 1)
-    assert batch._model.most_at_once == 1  # a batch is no small request: it queues
+    ran_on = set(batch._model.ran_on.values())
+    assert "minilm-spare" not in ran_on and "minilm-worker-0" in ran_on  # a batch is no small request
+
+
+def test_given_a_batch_and_two_cores_then_half_runs_on_the_callers_thread_and_half_on_a_worker(monkeypatch, minilm):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
+    monkeypatch.setattr(embedder_module, "_cores", lambda: 2)
+    embedder = _slow()
+    texts = [f"text {i} " + "word " * i for i in range(embedder_module.SMALL_PASS + 2)]
+    embedder.embed(texts)
+    ran_on = embedder._model.ran_on
+    workers = set(ran_on.values()) - {"MainThread"}
+    assert len(workers) == 1 and workers < {"minilm-worker-0", "minilm-worker-1"} and embedder.passes == 2
+    assert sum(name == "MainThread" for name in ran_on.values()) == len(texts) // 2
+    assert embedder._model.most_at_once == 2
+    # The real model: every vector is the text's own, in the caller's order, as one pass gives it.
+    real = MiniLMEmbedder(cache_size=0)
+    real._model = minilm._load()
+    split = real.embed([*TEXTS, TEXTS[0]])
+    whole = real._model.encode(TEXTS, threads=2)
+    assert len(split) == len(TEXTS) + 1 and np.allclose(split[-1], split[0])
+    assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(split, whole, strict=False))
+
+
+def test_given_one_core_for_this_process_and_none_idle_then_a_batch_runs_in_one_pass(monkeypatch):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
+    monkeypatch.setattr(embedder_module, "_cores", lambda: 1)  # serve --workers: a core each, all busy
+    embedder = _slow()
+    embedder.embed([f"text {i}" for i in range(embedder_module.SMALL_PASS + 2)])
+    assert set(embedder._model.ran_on.values()) == {"minilm-worker-0"} and embedder.passes == 1
 
 
 def test_given_the_spare_worker_busy_and_the_worker_idle_then_a_request_runs_on_the_worker(monkeypatch):

@@ -18,8 +18,10 @@ so concurrent queries share passes. One exception: a recall's question that find
 which then hands its searches by words to a helper; the worker would have taken it at once, and the
 hand-over and hand-back were two thread wake-ups on the way to the vector. A pass of one or
 few texts runs on one core (a single query is fastest there, and leaves the other cores to the
-requests); a batch on all of them. On ONNX Runtime there is one worker per core, so passes also
-run side by side; on PyTorch, whose thread count is global to the process, one.
+requests). A batch of stored texts is split in two one-core passes side by side, one on its
+caller's thread, when two cores can take them; else it runs in one pass on all of them. On ONNX
+Runtime there is one worker per core, so passes also run side by side; on PyTorch, whose thread
+count is global to the process, one.
 
 ``episodic serve --workers N`` gives each process its share of the cores, so each has one worker,
 and a recall's second request (the names it widens with, known while the question's pass runs)
@@ -63,6 +65,8 @@ class _Pending:
     texts: list[str]
     light: bool = False
     """Whether the runtime's lighter graph will do (names; see :mod:`.light`)."""
+    one_core: bool = False
+    """Whether its pass runs on one core (a share of a batch split in two, :meth:`MiniLMEmbedder.embed`)."""
     vectors: list[Any] = field(default_factory=list)
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -143,8 +147,33 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> list[Any]:
         """Stored texts: each distinct one once, nothing kept (see the module docstring)."""
         unique = list(dict.fromkeys(texts))
-        vectors = dict(zip(unique, self._through_worker(unique), strict=True)) if unique else {}
+        vectors = dict(zip(unique, self._encoded(unique), strict=True)) if unique else {}
         return [vectors[text] for text in texts]
+
+    def _encoded(self, texts: list[str]) -> list[Any]:
+        """The vectors of a batch of stored texts: in two one-core passes side by side, half the texts
+        each (alternately by length, so the halves cost alike), one on the caller's thread and one on a
+        worker, when two cores can take them; else in one pass on a worker. Two one-core passes embed
+        a batch faster than one pass on both cores, whose threads wait for each other at every layer."""
+        if len(texts) <= SMALL_PASS or not self._two_cores():
+            return self._through_worker(texts)
+        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        mine, theirs = by_length[0::2], by_length[1::2]
+        elsewhere = _Pending([texts[i] for i in theirs], one_core=True)
+        self._start_workers()
+        self._pending.put(elsewhere)
+        here = self._run_here([texts[i] for i in mine])
+        vectors: list[Any] = [None] * len(texts)
+        for i, vector in zip(mine, here, strict=True):
+            vectors[i] = vector
+        for i, vector in zip(theirs, self._collect(elsewhere), strict=True):
+            vectors[i] = vector
+        return vectors
+
+    def _two_cores(self) -> bool:
+        """Whether a batch may take two passes at once: its runtime runs passes side by side (ONNX
+        Runtime), and this process has two cores, or (``serve --workers``, a core each) one is idle."""
+        return bool(getattr(self._load(), "parallel_passes", False)) and (_cores() >= 2 or spare_core())
 
     def start_query(self, text: str, tenant: str | None = None) -> Callable[[], Any]:
         """``text``'s vector, started now on a worker: the call returned waits for it (and says
@@ -192,20 +221,26 @@ class MiniLMEmbedder:
             return None
 
         def run_here() -> Any:
-            with self._count_lock:
-                self._in_flight += 1
-            try:
-                vector = self._load().encode([text], threads=1, batch_size=self.batch_size)[0]
-            finally:
-                with self._count_lock:
-                    self._in_flight -= 1
-            with self._count_lock:
-                self.passes += 1
-                self.texts_encoded += 1
+            vector = self._run_here([text])[0]
             self._cache.put(tenant, text, vector)
             return vector
 
         return run_here
+
+    def _run_here(self, texts: list[str]) -> Any:
+        """A one-core pass of ``texts`` on the caller's thread, counted as a worker's while it runs
+        (what comes meanwhile sees the embedder busy)."""
+        with self._count_lock:
+            self._in_flight += 1
+        try:
+            vectors = self._load().encode(texts, threads=1, batch_size=self.batch_size)
+        finally:
+            with self._count_lock:
+                self._in_flight -= 1
+        with self._count_lock:
+            self.passes += 1
+            self.texts_encoded += len(texts)
+        return vectors
 
     def idle(self) -> bool:
         """Whether a pass started now would run alone: no worker in a pass, nothing queued, and a
@@ -298,7 +333,8 @@ class MiniLMEmbedder:
         with self._count_lock:
             self._in_flight += counted
         try:
-            threads = 1 if len(texts) <= SMALL_PASS else _cores()
+            one_core = len(texts) <= SMALL_PASS or any(pending.one_core for pending in gathered)
+            threads = 1 if one_core else _cores()
             vectors = self._load().encode(texts, threads=threads, batch_size=self.batch_size, light=light)
         except BaseException as failure:  # handed to every waiting caller, never lost here
             for pending in gathered:
