@@ -1,6 +1,12 @@
 """The conversation benchmark on the local backend (real SQLite, real MiniLM): every turn of
 every conversation in a split written as an agent would, then one recall per question.
 
+``--merged`` writes a split as one long conversation instead (:func:`merged`): every session of
+every conversation in one tenant, in date order, each conversation's speakers renamed to the same
+two or three names, so that who speaks no longer tells the conversations apart and only what they
+say does -- a haystack of ~1,000 turns, closer to the held-out benchmark's ~600-turn conversations
+than any one of ours.
+
 Prints evidence recall@10 and nDCG@10 per question kind, the share of gold turns the write
 policy denied, and the precision and recall of ``not_memorable`` against the turn labels
 (see :mod:`episodic.evals.conversations`), then the in-process latency of the writes (per turn,
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -50,6 +57,7 @@ def measure(
     progress: Any = None,
     folder: Path | None = None,
     embedder: str = "minilm",
+    merge: bool = False,
 ) -> dict[str, Any]:
     """Write and ask every conversation of ``split`` (or of ``folder``, any set in the same
     format; or only ``only``): the report of :func:`~episodic.evals.conversations.summarise_scores`
@@ -60,6 +68,8 @@ def measure(
         conversations = [c for c in conversations if c["conversationId"] == only]
     if not conversations:
         raise SystemExit(f"no conversations in {where}" + (f" named {only}" if only else ""))
+    if merge:
+        conversations = [merged(conversations)]
     model = local_embedder(Settings(embedder=embedder))
     started = time.perf_counter()
     timings: dict[str, list[float]] = {"write": [], "recall": []}
@@ -93,14 +103,16 @@ def main(argv: list[str] | None = None) -> int:
         "--disclosures", choices=("private", "suggest"), default="suggest", help="EPISODIC_SENSITIVE_DISCLOSURES"
     )
     parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm", help="EPISODIC_EMBEDDER")
+    parser.add_argument("--merged", action="store_true", help="the split as one long conversation (see above)")
     parser.add_argument("--out", type=Path, help="write the full report (misses included) as JSON")
     args = parser.parse_args(argv)
     report = measure(
         args.split, only=args.only, path=args.path, disclosures=args.disclosures, folder=args.set,
-        embedder=args.embedder,
+        embedder=args.embedder, merge=args.merged,
     )  # fmt: skip
     print(
-        f"{args.set or 'split ' + args.split}, {args.path} path, {args.embedder}, disclosures {args.disclosures}: "
+        f"{args.set or 'split ' + args.split}{', merged' if args.merged else ''}, {args.path} path, "
+        f"{args.embedder}, disclosures {args.disclosures}: "
         f"{report['conversations']} conversations, {report['seconds']:.0f} s"
     )
     print(format_report(report))
@@ -112,6 +124,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(json.dumps(report, indent=1, default=str))
     return 0
+
+
+SPEAKERS = ("Ann", "Bo", "Cy", "Di")
+"""The names every merged conversation's speakers take, in the order each conversation lists them."""
+
+
+def merged(conversations: list[dict[str, Any]]) -> dict[str, Any]:
+    """``conversations`` as one: their sessions in date order, their questions, and each one's
+    speakers renamed (in turns, texts and questions, as whole words) to :data:`SPEAKERS`. A name
+    then stands for a different person in each part, as a speaker's name would say nothing of
+    what they talk about in one long chat between the same people."""
+    sessions: list[dict[str, Any]] = []
+    questions: list[dict[str, Any]] = []
+    for conversation in conversations:
+        if len(conversation["speakers"]) > len(SPEAKERS):
+            raise SystemExit(f"{conversation['conversationId']} has more speakers than --merged renames")
+        names = dict(zip(conversation["speakers"], SPEAKERS[: len(conversation["speakers"])], strict=True))
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+        def renamed(text: str, names: dict[str, str] = names, pattern: re.Pattern[str] = pattern) -> str:
+            return pattern.sub(lambda found: names[found.group(1)], text)
+
+        for session in conversation["sessions"]:
+            turns = [{**t, "speaker": names[t["speaker"]], "text": renamed(t["text"])} for t in session["turns"]]
+            sessions.append({**session, "turns": turns})
+        questions += [{**q, "question": renamed(q["question"])} for q in conversation["questions"]]
+    sessions.sort(key=lambda session: session["date"])
+    ids = "-".join(c["conversationId"] for c in conversations)
+    return {"conversationId": f"merged-{ids}", "speakers": list(SPEAKERS), "sessions": sessions, "questions": questions}
 
 
 class _Stopwatch:
