@@ -117,6 +117,20 @@ def test_given_a_session_posted_turn_by_turn_then_each_reply_is_judged_as_in_the
     early = {**PLANS[1], "turnId": "s3-t0", "occurredAt": (START - timedelta(minutes=5)).isoformat()}
     before = api.post("/v1/sessions/s3/turns", {"turns": [early]}).json()["turns"][0]
     assert elsewhere["decision"] == before["decision"] == "deny"
+    # Said in the same minute as the question, in its own request: still its reply.
+    same = {**PLANS[1], "turnId": "s4-t2", "occurredAt": PLANS[0]["occurredAt"]}
+    api.post("/v1/sessions/s4/turns", {"turns": [{**PLANS[0], "turnId": "s4-t1"}]})
+    assert api.post("/v1/sessions/s4/turns", {"turns": [same]}).json()["turns"][0]["decision"] == "allow"
+
+
+def test_given_a_request_sent_again_then_its_first_turn_does_not_reply_to_its_own_stored_turns(api: Api) -> None:
+    """A retry whose first attempt stored some of its turns judges each turn as the first attempt
+    did: a turn the request itself carries is never what its first turn replies to, however dated."""
+    reply_first = [{**PLANS[1], "occurredAt": PLANS[0]["occurredAt"]}, PLANS[0]]  # both at one time
+    first = api.post("/v1/sessions/s1/turns", {"turns": reply_first}).json()["turns"]
+    assert [t["decision"] for t in first] == ["deny", "allow"]  # nothing said before the reply
+    again = api.post("/v1/sessions/s1/turns", {"turns": reply_first}).json()["turns"]
+    assert [t["decision"] for t in again] == ["deny", "allow"]  # the stored question is the request's own
 
 
 def test_given_another_actors_private_turn_when_a_reply_is_posted_alone_then_it_is_not_read_as_context(

@@ -8,7 +8,7 @@ its review and its idempotency record. A denial stores nothing but its audit rec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from episodic.application.ports import Changes, IdempotencyRecord, NewEpisode, StatusChange, TimelineQuery
@@ -130,26 +130,28 @@ class Writes:
         (but for a turn just before that was not kept: only the request holds its text)."""
         answering = [replied_turn(before, p) for before, p in zip([None, *proposals[:-1]], proposals, strict=True)]
         opened: set[str] = set()  # sessions with a turn earlier in the request
+        own = {ref for p in proposals for ref in p.source_refs}  # a retry's turns stored by its first attempt
         for i, p in enumerate(proposals):
             if p.session_id is not None and p.session_id not in opened and may_reply(p):
-                answering[i] = replied_turn(self._stored_before(caller, p), p)
+                answering[i] = replied_turn(self._stored_before(caller, p, own), p)
             if p.session_id is not None:
                 opened.add(p.session_id)
         return answering
 
-    def _stored_before(self, caller: Caller, turn: EpisodeProposal) -> Episode | None:
-        """The newest turn of ``turn``'s session stored before it (strictly: a retried request
-        never finds its own turns), up to :data:`REPLY_WINDOW` earlier, among what the caller
-        could recall (another actor's private turns are not read)."""
+    def _stored_before(self, caller: Caller, turn: EpisodeProposal, own: set[str]) -> Episode | None:
+        """The newest turn of ``turn``'s session stored at or before its time, up to :data:`REPLY_WINDOW`
+        earlier, among what the caller could recall (another actor's private turns are not read) and
+        not one of the request's own turns (``own``: their sources), which a retry whose first
+        attempt stored some of them would otherwise find."""
         assert turn.occurred_at is not None  # may_reply
         window = TimelineRequest(
             event_types=[EventType.CONVERSATION_TURN],
             occurred_after=shifted(turn.occurred_at, -REPLY_WINDOW),
-            occurred_before=turn.occurred_at,
+            occurred_before=shifted(turn.occurred_at, timedelta(microseconds=1)),
         )
         scope = scope_for(caller, self.deps.clock.now(), window, all_privacy_for_operators=False)
         page, _ = self.deps.episodes.timeline(TimelineQuery(scope=scope, limit=SESSION_TURNS, newest_first=True))
-        return next((e for e in page if e.session_id == turn.session_id), None)
+        return next((e for e in page if e.session_id == turn.session_id and own.isdisjoint(e.source_refs)), None)
 
     def _for_bound_actor(self, caller: Caller, proposal: EpisodeProposal) -> EpisodeProposal:
         """A bound credential writes for its actors only: a proposal without an actor is its one
