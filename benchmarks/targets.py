@@ -90,7 +90,10 @@ def section(
         ("write path without embedding", "1,467/s",
          f"{writes['without_embedding_per_s']:,.0f}/s (the policy alone: {writes['policy_alone_per_s']:,.0f}/s)",
          "≥ 5,000/s", _bound(writes["without_embedding_per_s"] >= 5000, _write_bound(writes))),
-        ("`remember_batch` vs the model's batch rate", "0.74", f"{batch_ratio:.2f}", "≥ 0.90",
+        ("`remember_batch` vs the model's batch rate", "0.74",
+         f"{batch_ratio:.2f} of the model run directly (one ONNX Runtime session on every core); the service's "
+         f"embedder alone runs {writes['embedder_texts_per_s'] / writes['model_texts_per_s']:.2f}x the model, and "
+         f"the path {writes['with_embedding_per_s'] / writes['embedder_texts_per_s']:.2f} of that", "≥ 0.90",
          _bound(batch_ratio >= 0.9, _batch_bound(writes))),
         ("earlier: 1M tenant, 1,000-episode scope, vector path", "p50 1.40 ms", small, "p50 ≤ 1 ms", small_bound),
         ("earlier: 1M tenant, 10% scope", "p50 114 ms, agreement 0.935, first query pays a 4-minute HNSW build",

@@ -88,6 +88,10 @@ def test_given_unmet_targets_then_each_row_names_its_bound_and_the_distance() ->
     batch = _row(rows, "`remember_batch`")
     assert "1.10x the model's rate" in batch and "(policy and store, 0.62 ms a proposal)" in batch
     assert "in series with it: 0.83 of the embedder alone, reached at 0.88" in batch
+    now = next(
+        line for line in section(writes, by_corpus, load, [], {"functions.api": 240.0}) if "`remember_batch`" in line
+    )
+    assert "0.80 of the model run directly" in now and "1.10x the model, and the path 0.73 of that" in now
     assert "not measured" in _row(rows, "earlier: 1M tenant, 1,000-episode scope")
     assert _row(rows, "earlier: `functions.api` cold import").startswith("met")
 
