@@ -140,12 +140,14 @@ def test_given_a_batch_and_two_cores_then_half_runs_on_the_callers_thread_and_ha
     assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(split, whole, strict=False))
 
 
-def test_given_one_core_for_this_process_and_none_idle_then_a_batch_runs_in_one_pass(monkeypatch):
-    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
-    monkeypatch.setattr(embedder_module, "_cores", lambda: 1)  # serve --workers: a core each, all busy
+@pytest.mark.parametrize(("idle", "passes"), [(False, 1), (True, 2)])
+def test_given_one_core_for_this_process_then_a_batch_splits_only_when_another_is_idle(monkeypatch, idle, passes):
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: idle)
+    monkeypatch.setattr(embedder_module, "_cores", lambda: 1)  # serve --workers: a core each
     embedder = _slow()
     embedder.embed([f"text {i}" for i in range(embedder_module.SMALL_PASS + 2)])
-    assert set(embedder._model.ran_on.values()) == {"minilm-worker-0"} and embedder.passes == 1
+    assert embedder.passes == passes and embedder._model.most_at_once == passes
+    assert "minilm-worker-0" in set(embedder._model.ran_on.values())
 
 
 def test_given_the_spare_worker_busy_and_the_worker_idle_then_a_request_runs_on_the_worker(monkeypatch):
