@@ -15,12 +15,11 @@ best of three runs alternating).
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.run import _Precomputed
+from benchmarks.run import _Precomputed, embedding_rates
 from episodic.adapters.minilm.embedder import MiniLMEmbedder
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import build_local_service
@@ -64,15 +63,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         service = build_local_service(Settings(data_dir=Path(tmp)), embedder=embedder)
         service.deps.policy.warm_up()  # classifiers and detectors outside the timings
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        t0 = time.perf_counter()
-        for start in range(0, len(texts), 100):
-            embedder._load().encode(texts[start : start + 100], threads=cores)
-        model_rate = len(texts) / (time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        for start in range(0, len(texts), 100):
-            embedder.embed(texts[start : start + 100])
-        embedder_rate = len(texts) / (time.perf_counter() - t0)
+        model_rate, embedder_rate = embedding_rates(embedder, texts)
 
         batch = proposals(args.episodes, "batch")
         t0 = time.perf_counter()
