@@ -1,11 +1,11 @@
 """The conversation benchmark on the local backend (real SQLite, real MiniLM): every turn of
 every conversation in a split written as an agent would, then one recall per question.
 
-``--merged`` writes a split as one long conversation instead (:func:`merged`): every session of
-every conversation in one tenant, in date order, each conversation's speakers renamed to the same
-two or three names, so that who speaks no longer tells the conversations apart and only what they
-say does -- a haystack of ~1,000 turns, closer to the held-out benchmark's ~600-turn conversations
-than any one of ours.
+``--merged`` writes a split as one long conversation instead
+(:func:`~episodic.evals.conversations.merged`): every session of every conversation in one
+tenant, in date order, each conversation's speakers renamed to the same two or three names, so
+that who speaks no longer tells the conversations apart and only what they say does -- a haystack
+of ~1,000 turns, closer to the held-out benchmark's ~600-turn conversations than any one of ours.
 
 Prints evidence recall@10 and nDCG@10 per question kind, the share of gold turns the write
 policy denied, and the precision and recall of ``not_memorable`` against the turn labels
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from episodic.evals.conversations import (
     format_report,
     load_conversations,
     local_services,
+    merged,
     run_conversation,
     summarise_scores,
 )
@@ -69,7 +69,10 @@ def measure(
     if not conversations:
         raise SystemExit(f"no conversations in {where}" + (f" named {only}" if only else ""))
     if merge:
-        conversations = [merged(conversations)]
+        try:
+            conversations = [merged(conversations)]
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
     model = local_embedder(Settings(embedder=embedder))
     started = time.perf_counter()
     timings: dict[str, list[float]] = {"write": [], "recall": []}
@@ -124,35 +127,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(json.dumps(report, indent=1, default=str))
     return 0
-
-
-SPEAKERS = ("Ann", "Bo", "Cy", "Di")
-"""The names every merged conversation's speakers take, in the order each conversation lists them."""
-
-
-def merged(conversations: list[dict[str, Any]]) -> dict[str, Any]:
-    """``conversations`` as one: their sessions in date order, their questions, and each one's
-    speakers renamed (in turns, texts and questions, as whole words) to :data:`SPEAKERS`. A name
-    then stands for a different person in each part, as a speaker's name would say nothing of
-    what they talk about in one long chat between the same people."""
-    sessions: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
-    for conversation in conversations:
-        if len(conversation["speakers"]) > len(SPEAKERS):
-            raise SystemExit(f"{conversation['conversationId']} has more speakers than --merged renames")
-        names = dict(zip(conversation["speakers"], SPEAKERS[: len(conversation["speakers"])], strict=True))
-        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-
-        def renamed(text: str, names: dict[str, str] = names, pattern: re.Pattern[str] = pattern) -> str:
-            return pattern.sub(lambda found: names[found.group(1)], text)
-
-        for session in conversation["sessions"]:
-            turns = [{**t, "speaker": names[t["speaker"]], "text": renamed(t["text"])} for t in session["turns"]]
-            sessions.append({**session, "turns": turns})
-        questions += [{**q, "question": renamed(q["question"])} for q in conversation["questions"]]
-    sessions.sort(key=lambda session: session["date"])
-    ids = "-".join(c["conversationId"] for c in conversations)
-    return {"conversationId": f"merged-{ids}", "speakers": list(SPEAKERS), "sessions": sessions, "questions": questions}
 
 
 class _Stopwatch:

@@ -1,11 +1,12 @@
 """Evidence recall on every labelled conversation set, with each local embedding model.
 
-The sets (``tests/evals``): the English conversations (dev and test), the Spanish and German ones
-(dev and test), and two test-only domain sets unlike the chats (support tickets with tool
-results, an incident log with handoffs). Each is written through the batch route and asked one
-recall per question, as ``benchmarks/conversations.py`` does. Dev splits were tuned on; test
-splits and the domain sets never were. The write policy's figures (turns denied, gold turns
-denied, ``not_memorable`` precision and recall) do not depend on the model.
+The sets (``tests/evals``): the English conversations (dev and test, each also as one long
+conversation), the Spanish and German ones (dev and test), and two test-only domain sets unlike
+the chats (support tickets with tool results, an incident log with handoffs). Each is written
+through the batch route and asked one recall per question, as ``benchmarks/conversations.py``
+does. Dev splits were tuned on; test splits and the domain sets never were. The write policy's
+figures (turns denied, gold turns denied, ``not_memorable`` precision and recall) do not depend on
+the model.
 
     .venv/bin/python benchmarks/labelled_sets.py [--embedders minilm,e5] [--out sets.json]
 """
@@ -25,6 +26,9 @@ SETS = (
     "conversations/dev", "conversations/test", "conversations_es/dev", "conversations_es/test",
     "conversations_de/dev", "conversations_de/test", "domains/support", "domains/incidents",
 )  # fmt: skip
+MERGED = ("conversations/dev", "conversations/test")
+"""The sets also measured as one long conversation (``benchmarks/conversations.py --merged``), listed
+as ``<set>, merged``: the length at which the held-out benchmark is read."""
 KINDS = ("all", "single_hop", "multi_hop", "temporal", "open_domain")
 
 
@@ -32,12 +36,13 @@ def measure_all(embedders: tuple[str, ...] = ("minilm", "e5"), progress: Any = N
     """``{"rows": [...]}``: one row per set and model (recall@10 by kind, write figures, recall p50)."""
     rows = []
     for embedder in embedders:
-        for name in SETS:
+        for name, merge in [*((name, False) for name in SETS), *((name, True) for name in MERGED)]:
+            label = f"{name}, merged" if merge else name
             if progress:
-                progress(f"{name} with {embedder}")
-            r = measure("test", folder=EVALS / name, embedder=embedder, progress=lambda line: None)
+                progress(f"{label} with {embedder}")
+            r = measure("test", folder=EVALS / name, embedder=embedder, progress=lambda line: None, merge=merge)
             recall = {k: r[k]["recall"] for k in KINDS}
-            rows.append({"set": name, "embedder": embedder, **recall, "sessions": r["all"]["sessionRecall"],
+            rows.append({"set": label, "embedder": embedder, **recall, "sessions": r["all"]["sessionRecall"],
                          "questions": r["all"]["n"], "writes": r["writes"],
                          "recall_p50_ms": r["latency"]["recall_p50_ms"]})  # fmt: skip
     return {"rows": rows}

@@ -118,7 +118,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _measure(suite: Path) -> dict[str, Any]:
-    """The suite's metrics on a fresh local service, then the conversation benchmark's test split."""
+    """The suite's metrics on a fresh local service, then every labelled conversation set's (the
+    English test split also as one long conversation)."""
     import tempfile
 
     from episodic.application.settings import Settings
@@ -132,17 +133,25 @@ def _measure(suite: Path) -> dict[str, Any]:
             service = build_local_service(Settings(data_dir=Path(tmp)), clock=clock, notifier=quiet_notifier())
             metrics = run_suite(service, clock, suite)
             service.close()
-        from episodic.evals.conversations import LABELLED_TEST_SETS, conversation_metrics, local_services, recall_gaps
+        from episodic.evals.conversations import (
+            LABELLED_TEST_SETS,
+            LONG_TEST_SETS,
+            conversation_metrics,
+            local_services,
+            recall_gaps,
+        )
 
-        sets = {"conversation": "conversations/test", **LABELLED_TEST_SETS}
+        sets = {"conversation": "conversations/test", **LABELLED_TEST_SETS, **LONG_TEST_SETS}
         for prefix, where in sets.items():
             folder = suite / where
             if not folder.is_dir():
                 continue
-            total = len(list(folder.glob("*.json")))
-            with progress(f"labelled set {where} (never tuned on)", total=total) as step:
+            merge = prefix in LONG_TEST_SETS
+            total = 1 if merge else len(list(folder.glob("*.json")))
+            what = f"{where} as one long conversation" if merge else where
+            with progress(f"labelled set {what} (never tuned on)", total=total) as step:
                 build = local_services(Path(tmp), service.deps.embedder)
-                metrics |= conversation_metrics(build, folder, lambda _done: step.advance(), prefix)
+                metrics |= conversation_metrics(build, folder, lambda _done: step.advance(), prefix, merge)
         metrics |= recall_gaps(metrics)
     return metrics
 

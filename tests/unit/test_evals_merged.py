@@ -1,11 +1,13 @@
-"""The conversation benchmark's ``--merged`` set: a split written as one long conversation whose
-speakers carry the same names in every part."""
+"""A labelled split as one long conversation (``episodic eval``'s long conversation, the conversation
+benchmark's ``--merged``): its speakers carry the same names in every part."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from benchmarks.conversations import merged
+from episodic.evals.conversations import merged
 
 
 def _conversation(cid: str, speakers: list[str], date: str) -> dict:
@@ -42,5 +44,14 @@ def test_given_a_split_when_merged_then_one_conversation_holds_every_session_in_
 
 def test_given_more_speakers_than_names_when_merged_then_it_says_so() -> None:
     crowded = _conversation("cv09", ["A1", "B1"], "2025-01-01T00:00:00Z") | {"speakers": ["A", "B", "C", "D", "E"]}
-    with pytest.raises(SystemExit, match="more speakers"):
+    with pytest.raises(ValueError, match="more speakers"):
         merged([crowded])
+
+
+def test_given_the_benchmark_asked_to_merge_too_many_speakers_then_it_stops_with_the_reason(tmp_path) -> None:
+    from benchmarks.conversations import measure
+
+    crowded = _conversation("cv09", ["A1", "B1"], "2025-01-01T00:00:00Z") | {"speakers": ["A", "B", "C", "D", "E"]}
+    (tmp_path / "cv09.json").write_text(json.dumps(crowded))
+    with pytest.raises(SystemExit, match="more speakers"):
+        measure("test", folder=tmp_path, merge=True)
