@@ -30,10 +30,10 @@ from infra.bytecode import (
     replace_with_bytecode,
 )
 from infra.config import ROOT
-from infra.layer import PRUNED, install, prune, requirements, strip
+from infra.layer import PRUNED, install, platform_options, prune, requirements, strip
 
 HERE = ROOT / "build" / "bench-lambda"
-PLATFORM_HERE = ("--platform", "manylinux2014_x86_64", "--implementation", "cp", "--python-version", LAMBDA_PYTHON)
+PLATFORM_HERE = platform_options("x86_64", LAMBDA_PYTHON)
 SOURCE_IGNORED = shutil.ignore_patterns("__pycache__", ".mypy_cache")
 
 

@@ -1,9 +1,10 @@
 """Build the layers' dependencies for Lambda without Docker: ``make layer``.
 
-pip fetches wheels for Lambda's platform -- CPython 3.13 on arm64, manylinux2014 -- with
-``--only-binary=:all:``, so nothing is compiled on this machine and the result does not depend
-on it. Two dependency sets, one per kind of function (nothing in a function that its handler
-does not import):
+pip fetches wheels for Lambda's platform -- CPython 3.13 on arm64, whose Amazon Linux 2023 has
+glibc 2.34, so wheels built for manylinux2014 or for glibc 2.28 both run (some packages, RE2's
+among them, ship only the latter for Python 3.13) -- with ``--only-binary=:all:``, so nothing is
+compiled on this machine and the result does not depend on it. Two dependency sets, one per kind
+of function (nothing in a function that its handler does not import):
 
 * ``core`` -- the service's handlers (API, stream, ingestion, workflows): the project's runtime
   dependencies and the ``aws`` extra (read from pyproject.toml, so there is one list), less
@@ -52,7 +53,17 @@ NEVER_IMPORTED = ("numpy/f2py", "numpy/_core/include")
 AUTH = ("PyJWT[crypto]>=2.8", "aws-lambda-powertools>=3.10,<4")
 # A layer comes first on sys.path, so nothing in it may break the runtime's botocore.
 BOTOCORE_COMPATIBLE = ("python-dateutil>=2.1,<3", "jmespath>=0.7.1,<2", "urllib3>=1.25.4,<3")
-PLATFORM = ("--platform", "manylinux2014_aarch64", "--implementation", "cp", "--python-version", "3.13")
+LAMBDA_GLIBC_TAGS = ("manylinux2014", "manylinux_2_28")
+"""The wheel platforms pip may take for Lambda's Python 3.13 (its glibc runs both; see above)."""
+
+
+def platform_options(machine: str, python: str = "3.13") -> tuple[str, ...]:
+    """pip's options for wheels of Lambda's Python ``python`` on ``machine`` (``aarch64``, ``x86_64``)."""
+    tags = [option for tag in LAMBDA_GLIBC_TAGS for option in ("--platform", f"{tag}_{machine}")]
+    return (*tags, "--implementation", "cp", "--python-version", python)
+
+
+PLATFORM = platform_options("aarch64")
 
 
 def _name(requirement: str) -> str:
