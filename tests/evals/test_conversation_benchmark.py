@@ -11,6 +11,7 @@ import pytest
 
 from episodic.domain.model import Caller, Role
 from episodic.evals.conversations import (
+    EVALUATED_SETS,
     LABELLED_TEST_SETS,
     LONG_TEST_SETS,
     conversation_metrics,
@@ -25,7 +26,6 @@ from episodic.evals.governance import check_thresholds
 SUITE = Path(__file__).parent
 
 
-SETS = {"conversation": "conversations/test", **LABELLED_TEST_SETS, **LONG_TEST_SETS}
 GAPS = ("spanish_recall_gap_to_english",)
 """Thresholds that compare two sets (``episodic eval`` computes them the same way)."""
 
@@ -39,7 +39,7 @@ def measured(tmp_path_factory, minilm):
         if prefix not in metrics:
             build = local_services(tmp_path_factory.mktemp(prefix), minilm)
             merge = prefix in LONG_TEST_SETS
-            metrics[prefix] = conversation_metrics(build, SUITE / SETS[prefix], prefix=prefix, merge=merge)
+            metrics[prefix] = conversation_metrics(build, SUITE / EVALUATED_SETS[prefix], prefix=prefix, merge=merge)
         return metrics[prefix]
 
     return measure

@@ -7,11 +7,11 @@ import pytest
 
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import build_local_service
-from episodic.evals.conversations import LABELLED_TEST_SETS, LONG_TEST_SETS
+from episodic.evals.conversations import EVALUATED_SETS
 from episodic.evals.governance import SUITE_NOW, ManualClock, check_thresholds, run_suite
 
 SUITE = Path(__file__).parent
-CONVERSATION_PREFIXES = tuple(f"{prefix}_" for prefix in ("conversation", *LABELLED_TEST_SETS, *LONG_TEST_SETS))
+CONVERSATION_PREFIXES = tuple(f"{prefix}_" for prefix in EVALUATED_SETS)
 
 
 def test_given_the_labelled_suite_when_evaluated_then_no_metric_regresses(tmp_path, minilm):

@@ -106,3 +106,9 @@ def test_given_a_group_to_replace_when_its_pattern_reads_the_edges_then_only_the
     assert linear.replace_group(token, text, lambda m: None, "token") == text
     with pytest.raises(ValueError):
         linear.replace_group(token, text, lambda m: "*", "token", read=text + "x")
+
+
+def test_given_text_with_pattern_characters_when_escaped_then_it_matches_only_itself() -> None:
+    pattern = linear.compile(linear.escape("O'Neil (Jr.) a+b"))
+    assert pattern.search("met O'Neil (Jr.) a+b today") is not None
+    assert pattern.search("met O'Neil Jr. aab today") is None

@@ -143,6 +143,11 @@ def compile(pattern: str, *, ignore_case: bool = False, dot_all: bool = False) -
     return _compiled(pattern, ignore_case, dot_all)
 
 
+def escape(text: str) -> str:
+    """``text`` as a pattern that matches it as it is."""
+    return str(re2.escape(text))
+
+
 def sources() -> list[str]:
     """The source of every pattern compiled so far, in order: where the tests read the shapes of
     text that each pattern's prefix matches over and over."""

@@ -64,7 +64,7 @@ def merged(conversations: list[dict[str, Any]]) -> dict[str, Any]:
         if len(conversation["speakers"]) > len(SPEAKERS):
             raise ValueError(f"{conversation['conversationId']} has more speakers than a merged conversation renames")
         names = dict(zip(conversation["speakers"], SPEAKERS, strict=False))
-        pattern = linear.compile(r"\b(" + "|".join(map(_literal, names)) + r")\b")
+        pattern = linear.compile(r"\b(" + "|".join(map(linear.escape, names)) + r")\b")
 
         def renamed(text: str, names: dict[str, str] = names, pattern: linear.Pattern = pattern) -> str:
             return pattern.sub(lambda found: names[found.group(1)], text)
@@ -76,11 +76,6 @@ def merged(conversations: list[dict[str, Any]]) -> dict[str, Any]:
     sessions.sort(key=lambda session: session["date"])
     ids = "-".join(c["conversationId"] for c in conversations)
     return {"conversationId": f"merged-{ids}", "speakers": list(SPEAKERS), "sessions": sessions, "questions": questions}
-
-
-def _literal(text: str) -> str:
-    """``text`` as a pattern that matches it as it is (every character but letters and digits escaped)."""
-    return "".join(c if c.isalnum() else "\\" + c for c in text)
 
 
 def actor_id(speaker: str) -> str:
@@ -293,6 +288,10 @@ handoffs."""
 LONG_TEST_SETS = {"long_conversation": "conversations/test"}
 """Sets measured as one long conversation (:func:`merged`), by the prefix of their metrics: the
 English test split as ~900 turns of one tenant, where each conversation alone is ~150."""
+
+EVALUATED_SETS = {"conversation": "conversations/test", **LABELLED_TEST_SETS, **LONG_TEST_SETS}
+"""Every conversation set ``episodic eval`` measures, by the prefix of its metrics: the English test
+split, the sets above, and the English test split again as one long conversation."""
 
 
 def recall_gaps(metrics: dict[str, Any]) -> dict[str, float]:

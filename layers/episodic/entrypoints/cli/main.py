@@ -134,15 +134,14 @@ def _measure(suite: Path) -> dict[str, Any]:
             metrics = run_suite(service, clock, suite)
             service.close()
         from episodic.evals.conversations import (
-            LABELLED_TEST_SETS,
+            EVALUATED_SETS,
             LONG_TEST_SETS,
             conversation_metrics,
             local_services,
             recall_gaps,
         )
 
-        sets = {"conversation": "conversations/test", **LABELLED_TEST_SETS, **LONG_TEST_SETS}
-        for prefix, where in sets.items():
+        for prefix, where in EVALUATED_SETS.items():
             folder = suite / where
             if not folder.is_dir():
                 continue
