@@ -1,10 +1,13 @@
-"""Recall against the model, query by query, over HTTP, on three corpora, against ``episodic serve``
+"""Recall against the model, query by query, over HTTP, on four corpora, against ``episodic serve``
 run as users run it (its own process, the defaults of ``make run``).
 
 * **tickets**: 2,000 short support tickets over 50 actors (:mod:`benchmarks.tickets`), written
   through ``POST /v1/episodes/batch``; distinct questions about them.
 * **tickets, many names**: the same with 300 customers and 150 people instead of 20 and 12, so
   that the names a second round adds rarely recur (the embedder's cache seldom has them).
+* **tickets, short queries**: the first corpus searched by two names at a time ("Granite Bank Stripe
+  billing", :func:`benchmarks.tickets.short_queries`): the model's shortest passes, so the recall's
+  own work weighs most against them.
 * **conversation**: one long multi-session conversation tenant (four conversations of the
   benchmark's test split, ~600 turns, as sessions of one tenant), written through the batch
   route; their questions.
@@ -53,11 +56,15 @@ def served(data_dir: Path, workers: int | None = None) -> Iterator[httpx.Client]
         server.wait(timeout=60)
 
 
-def ticket_corpus(questions: int, many_names: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+def ticket_corpus(
+    questions: int, many_names: bool = False, short: bool = False
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The 2,000 tickets and their questions (``short``: searches of two names, no question)."""
     from benchmarks.tickets import questions as asked
-    from benchmarks.tickets import tickets
+    from benchmarks.tickets import short_queries, tickets
 
-    return tickets(2000, actors=50, many_names=many_names), asked(questions, many_names=many_names)
+    searched = short_queries(questions) if short else asked(questions, many_names=many_names)
+    return tickets(2000, actors=50, many_names=many_names), searched
 
 
 def conversation_corpus(questions: int) -> tuple[list[dict[str, Any]], list[str]]:
@@ -116,6 +123,7 @@ def run(questions: int = 200, workers: int | None = None) -> list[dict[str, Any]
     return [
         measure("tickets", *ticket_corpus(questions), workers),
         measure("tickets, many names", *ticket_corpus(questions, many_names=True), workers),
+        measure("tickets, short queries", *ticket_corpus(questions, short=True), workers),
         measure("conversation", *conversation_corpus(questions), workers),
     ]
 

@@ -100,3 +100,16 @@ def questions(count: int, seed: int = 11, many_names: bool = False) -> list[str]
         )
         asked[text] = None
     return list(asked)
+
+
+def short_queries(count: int, seed: int = 13) -> list[str]:
+    """``count`` distinct searches typed as an agent often types them: a customer and a product, or
+    a product and a person, with no question around them ("Granite Bank Stripe billing"). The
+    model's pass over so few tokens is its shortest, so the recall's own work weighs most."""
+    rng = random.Random(seed)
+    asked: dict[str, None] = {}
+    while len(asked) < count:
+        product = rng.choice(PRODUCTS).removeprefix("the ")
+        pair = (rng.choice(CUSTOMERS), product) if rng.random() < 0.5 else (product, rng.choice(PEOPLE))
+        asked[" ".join(pair)] = None
+    return list(asked)

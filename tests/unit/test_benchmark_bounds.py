@@ -48,7 +48,7 @@ def _figures(
     policy_per_s: float,
     path_per_s: float,
     conversation_p95: float = 31.0,
-    ratios: tuple[float, float, float] = (5.0, 5.5, 4.3),
+    ratios: tuple[float, float, float, float] = (5.0, 5.5, 4.3, 5.1),
 ) -> tuple[dict, list, dict]:
     writes = {"model_texts_per_s": 300.0, "embedder_texts_per_s": 330.0, "policy_alone_per_s": policy_per_s,
               "without_embedding_per_s": path_per_s, "with_embedding_per_s": 240.0}  # fmt: skip
@@ -59,6 +59,8 @@ def _figures(
          "recall_p50_ms": 28.6, "recall_p95_ms": 40.0, "ratio_p50": ratios[1], "widened_share": 1.0},
         {"corpus": "conversation", "episodes": 617, "questions": 200, "model_p50_ms": 5.3, "recall_p50_ms": 23.0,
          "recall_p95_ms": conversation_p95, "ratio_p50": ratios[2], "widened_share": 0.94},
+        {"corpus": "tickets, short queries", "episodes": 2000, "questions": 200, "model_p50_ms": 4.9,
+         "recall_p50_ms": 25.0, "recall_p95_ms": 36.0, "ratio_p50": ratios[3], "widened_share": 1.0},
     ]  # fmt: skip
     load = {"per_second": 95.0, "p50_ms": 140.0, "p99_ms": 450.0, "errors": 0, "lost_writes": 0,
             "acknowledged_writes": 800, **_cpu_bound(0.0, 18.0, 1.5, 10.0, 1000)}  # fmt: skip
@@ -104,8 +106,14 @@ def test_given_a_met_target_then_its_row_says_met() -> None:
 
 
 def test_given_the_recall_corpora_then_the_recall_target_is_met_only_when_each_is_within_twice_the_model() -> None:
-    """ "On any data": both ticket corpora and the long conversation."""
-    cases = (((1.9, 1.95, 1.98), True), ((1.9, 2.4, 1.9), False), ((2.1, 1.8, 1.9), False), ((1.9, 1.9, 2.05), False))
+    """ "On any data": every ticket corpus and the long conversation."""
+    cases = (
+        ((1.9, 1.95, 1.98, 1.97), True),
+        ((1.9, 2.4, 1.9, 1.9), False),
+        ((2.1, 1.8, 1.9, 1.9), False),
+        ((1.9, 1.9, 2.05, 1.9), False),
+        ((1.9, 1.9, 1.9, 2.02), False),
+    )
     for ratios, met in cases:
         writes, by_corpus, load = _figures(policy_per_s=2500.0, path_per_s=1600.0, ratios=ratios)
         rows = _rows(section(writes, by_corpus, load, [], {"functions.api": 240.0}))
