@@ -4,10 +4,13 @@ ordinary sentences with look-alike words left alone."""
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from episodic.domain.model import Caller, EpisodeProposal, PrivacyClass, Role
 from episodic.domain.policy import WritePolicy
@@ -69,6 +72,14 @@ def test_given_a_disclosure_typed_without_accents_then_it_is_named_as_with_them(
 
 def test_given_accented_letters_when_folded_then_only_the_marks_go() -> None:
     assert folded("Ärztin, Straße, depresión, niño") == "Arztin, Strasse, depresion, nino"
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_given_ascii_text_when_folded_then_it_is_what_the_full_folding_gives(text: str) -> None:
+    """An ASCII text is returned as it is, without the pass over its characters: the full folding
+    (decomposed, combining marks dropped) leaves it unchanged too."""
+    full = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    assert folded(text) == full == text
 
 
 def test_given_private_disclosures_configured_when_a_spanish_one_is_written_internal_then_it_is_stored_private() -> (

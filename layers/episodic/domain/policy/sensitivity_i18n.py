@@ -102,6 +102,9 @@ _FOLDED = {ord("ß"): "ss", ord("ẞ"): "ss"}
 
 def folded(text: str) -> str:
     """``text`` without its accents and umlauts ("Ärztin" -> "Arztin", "depresión" ->
-    "depresion", "ß" -> "ss"): combining marks dropped after canonical decomposition."""
+    "depresion", "ß" -> "ss"): combining marks dropped after canonical decomposition. An ASCII
+    text has none of them, and is its own folding (most texts: no pass over its characters)."""
+    if text.isascii():
+        return text
     decomposed = unicodedata.normalize("NFD", text.translate(_FOLDED))
     return "".join(char for char in decomposed if not unicodedata.combining(char))

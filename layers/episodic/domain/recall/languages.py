@@ -108,10 +108,10 @@ def language_of(text: str, enough: int = _ENOUGH) -> Language | None:
     """The language ``text`` is written in, when it is one of :data:`LANGUAGES` by at least
     ``enough`` of its own words; None for English and for a text too short or too mixed to tell."""
     words = linear.words(text.lower())
-    english = sum(w in _ENGLISH for w in words)
+    english = sum(map(_ENGLISH.__contains__, words))
     best, best_count = None, max(english, enough - 1)
     for language in LANGUAGES:
-        count = sum(w in language.marks for w in words) + sum(text.count(c) for c in language.letters)
+        count = sum(map(language.marks.__contains__, words)) + sum(text.count(c) for c in language.letters)
         if count > best_count:
             best, best_count = language, count
     return best
