@@ -167,9 +167,11 @@ def embedding_rates(embedder: Any, texts: list[str]) -> tuple[float, float]:
 
 
 def write_throughput(count: int) -> dict[str, Any]:
-    """Rates per second (``*_per_s``) and ``policy_profile``, the share of the policy's time per
-    stage (:func:`stage_shares` of :data:`POLICY_STAGES`)."""
+    """Rates per second (``*_per_s``), ``policy_profile``, the share of the policy's time per stage
+    (:func:`stage_shares` of :data:`POLICY_STAGES`), and ``path_profile``, the microseconds a proposal
+    spends in each stage of the path without embedding (:func:`benchmarks.write_profile.path_profile`)."""
     from benchmarks.ingest_throughput import proposals
+    from benchmarks.write_profile import path_profile
     from episodic.adapters.minilm.embedder import MiniLMEmbedder
     from episodic.application.settings import Settings
     from episodic.bootstrap.local import build_local_service
@@ -207,6 +209,8 @@ def write_throughput(count: int) -> dict[str, Any]:
     model_rate, embedder_rate = best["model"], best["embedder"]
     rates = {"with_embedding": best["with_embedding"]}
     rates["without_embedding"] = _batch_rate(caller, precomputed, precomputed_items)
+    _forget_policy_caches()
+    stages = path_profile(precomputed, precomputed_items)  # the same path, each stage timed
     # What bounds the path without embedding: the write policy alone, on texts it has not seen.
     _forget_policy_caches()
     judged = proposals(count, "policy")
@@ -241,6 +245,7 @@ def write_throughput(count: int) -> dict[str, Any]:
         "raw_sqlite_per_s": raw_rate,
         **{f"{k}_per_s": v for k, v in rates.items()},
         "policy_profile": stage_shares(pstats.Stats(profile), POLICY_STAGES, ("__init__.py", "decide"), POLICY_REST),
+        "path_profile": stages,
     }
 
 
@@ -497,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         w = write_throughput(writes)
         bar.advance()
         bar.describe("the write policy on pathological input, and /v1/health during the costliest write")
-        from benchmarks import pathological
+        from benchmarks import pathological, write_profile
 
         worst_inputs = pathological.measure(sampled=args.pathological_shapes)
         health = pathological.health_during_worst_write(writes=args.health_writes)
@@ -600,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *[f"- {stage}: {share:.0%}" for stage, share in w["policy_profile"].items()],
         "",
+        *write_profile.section(w["path_profile"]),
         *pathological.section(worst_inputs, health),
         "## Scoped recall latency (vector path, query embedding excluded)",
         "",

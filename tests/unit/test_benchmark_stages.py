@@ -26,3 +26,21 @@ def test_given_a_profile_stage_then_a_module_of_that_name_defines_its_function(s
     file_name, function = where
     defined = any(_defines(path, function) for path in PACKAGE.rglob(file_name))
     assert defined, f"{stage}: no {file_name} defines {function}"
+
+
+def test_given_the_write_path_profile_then_every_stage_is_timed_and_the_service_is_left_as_it_was():
+    """The path's profile over a few proposals (a hashing test double stands in for the model):
+    each timed stage took some time, the stages and the rest add up to the run, and the store's module
+    function is itself again afterwards (the other timers sit on the run's own service)."""
+    import episodic.adapters.sqlite.episodes as sqlite_episodes
+    from benchmarks.ingest_throughput import proposals
+    from benchmarks.write_profile import STAGES, path_profile, section
+    from tests.support.doubles import HashingTestEmbedder
+
+    before = sqlite_episodes.write_changes
+    profile = path_profile(HashingTestEmbedder(), proposals(40, "stages"), batch=20)
+    assert all(profile[stage] > 0 for stage in STAGES[:4])
+    assert sum(profile[stage] for stage in STAGES) == pytest.approx(1e6 / profile["per_s"], rel=1e-6)
+    assert sqlite_episodes.write_changes is before
+    lines = section(profile)
+    assert all(any(line.startswith(f"- {stage}: ") for line in lines) for stage in STAGES)
