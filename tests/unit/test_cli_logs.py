@@ -43,8 +43,28 @@ def test_given_the_levels_when_chosen_then_an_explicit_environment_level_is_kept
     assert logs.cli_level(2, {}) == "DEBUG"
 
 
+class _Log(io.StringIO):
+    """A request log a test can wait on: the server writes a request's line after its response,
+    so the client may read the answer before the line is there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._written = threading.Condition()
+
+    def write(self, text: str) -> int:
+        with self._written:
+            count = super().write(text)
+            self._written.notify_all()
+        return count
+
+    def wait_for_lines(self, count: int, timeout: float = 10.0) -> list[str]:
+        with self._written:
+            self._written.wait_for(lambda: len(self.getvalue().splitlines()) >= count, timeout)
+            return self.getvalue().splitlines()
+
+
 def test_given_a_request_log_when_requests_are_served_then_each_is_one_line_without_query_or_token():
-    log = io.StringIO()
+    log = _Log()
 
     def handler(event, context):
         return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
@@ -57,10 +77,10 @@ def test_given_a_request_log_when_requests_are_served_then_each_is_one_line_with
         base = f"http://127.0.0.1:{server.server_address[1]}"
         httpx.get(f"{base}/v1/timeline?actorId=sam", headers={"Authorization": f"Bearer {token}"})
         httpx.get(f"{base}/v1/timeline")
+        lines = log.wait_for_lines(2)
     finally:
         server.shutdown()
         server.server_close()
-    lines = log.getvalue().splitlines()
     assert [line.split()[1:4] for line in lines] == [["GET", "/v1/timeline", "200"], ["GET", "/v1/timeline", "401"]]
     assert all(line.endswith("ms") for line in lines)
     assert "actorId" not in log.getvalue() and token not in log.getvalue()
