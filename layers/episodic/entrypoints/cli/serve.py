@@ -112,6 +112,7 @@ def _run_server(
 ) -> int:
     """Serve until stopped; the first process also runs the schedules and says where it listens."""
     from episodic.entrypoints import rest
+    from episodic.entrypoints.server.collector import tune_collector
     from episodic.entrypoints.server.events import Deliverer
     from episodic.entrypoints.server.scheduler import Scheduler
 
@@ -123,6 +124,7 @@ def _run_server(
     vectors = getattr(service.deps.index, "warm_up", None)  # the local backend: large tenants' words and vectors
     if vectors is not None:
         vectors(service.deps.embedder.dimension)
+    tune_collector()  # what the start made is frozen; requests' temporaries die before a collection
     jobs: list[tuple[str, float, Callable[[], Any]]] = [
         ("sweep", settings.sweep_interval_seconds, service.sweeper.sweep),
         ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarisation.summarise())),
