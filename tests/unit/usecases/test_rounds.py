@@ -11,10 +11,12 @@ from dataclasses import replace
 
 import pytest
 
+from episodic.application.ports import RecallCandidates
 from episodic.application.usecases.reads import Reads
-from episodic.application.usecases.rounds import names_vector
+from episodic.application.usecases.rounds import merged, names_vector
 from episodic.domain.errors import StorageError
 from episodic.domain.model import RecallRequest
+from episodic.domain.recall.ranking import Candidate
 from tests.support.factories import AGENT, proposal, remember_turn
 
 QUESTION = "how does dana know the friend who talked her into the half marathon?"
@@ -62,14 +64,20 @@ class CountingApartIndexDouble:
 
     def __init__(self, real) -> None:
         self.real, self.by_meaning_calls, self.pools = real, [], []
+        self.placed, self.placements_used = [], []
 
     def candidates(self, scope, query, vector, pool_size, embedder=None):
         self.pools.append((query is not None and vector is None, pool_size))
         return self.real.candidates(scope, query, vector, pool_size, embedder)
 
-    def by_meaning(self, scope, vectors, pool_size, embedder=None):
+    def place(self, scope, embedder=None):
+        self.placed.append(self.real.place(scope, embedder))
+        return self.placed[-1]
+
+    def by_meaning(self, scope, vectors, pool_size, embedder=None, placement=None):
         self.by_meaning_calls.append(len(vectors))
-        return self.real.by_meaning(scope, vectors, pool_size, embedder)
+        self.placements_used.append(placement)
+        return self.real.by_meaning(scope, vectors, pool_size, embedder, placement)
 
 
 @pytest.fixture
@@ -147,6 +155,21 @@ def test_given_the_names_still_embedding_when_the_question_is_ready_then_its_mea
         AGENT, RecallRequest(query=QUESTION)
     )
     assert [i.episode.event_id for i in answer.items] == [i.episode.event_id for i in together.items]
+
+
+def test_given_a_recall_then_its_search_by_meaning_uses_the_scope_placed_while_the_question_embedded(deps, dana):
+    counting = CountingApartIndexDouble(deps.index)
+    answer = Reads(replace(deps, index=counting)).recall(AGENT, RecallRequest(query=QUESTION))
+    assert answer.items and len(counting.placed) == 1 and counting.placed[0] is not None
+    assert counting.placements_used and all(used is counting.placed[0] for used in counting.placements_used)
+
+
+def test_given_both_searches_of_a_round_then_each_episode_is_listed_once_with_both_signals():
+    words = RecallCandidates([Candidate("a", 2.0), Candidate("b", 1.0)], ("lexical_partial",))
+    meaning = RecallCandidates([Candidate("b", 0.0, 0.5), Candidate("c", 0.0, 0.4)])
+    both = merged(words, meaning)
+    assert both.items == [Candidate("b", 1.0, 0.5), Candidate("c", 0.0, 0.4), Candidate("a", 2.0, 0.0)]
+    assert both.degraded == ("lexical_partial",)
 
 
 def test_given_a_recall_then_its_search_by_words_keeps_half_the_pool_and_at_least_the_limit(deps, dana):

@@ -18,19 +18,21 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from episodic.adapters.sqlite.database import Database
 from episodic.adapters.sqlite.erasures import erasures_of, live_rowids
 from episodic.adapters.sqlite.scope import scope_sql
-from episodic.adapters.sqlite.scope_cache import ScopeCache
+from episodic.adapters.sqlite.scope_cache import ScopeCache, generation_of
 from episodic.adapters.sqlite.word_index import WordIndex, terms
-from episodic.adapters.vectors.index import VectorSearch
+from episodic.adapters.vectors.index import Placed, VectorSearch
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.recall.languages import searched
 from episodic.domain.recall.query import lexical_terms
-from episodic.domain.recall.ranking import Candidate
+from episodic.domain.recall.ranking import Candidate, by_meaning_alone
 
 WARM_MIN_EPISODES = 10_000
 """Tenants at least this large have their words and vectors read at start (:meth:`RecallReads.warm_up`):
@@ -43,6 +45,18 @@ QUERY_WORDS = 32
 
 EVENT_IDS_KEPT = 200_000
 """How many rowid -> event id pairs the search by meaning keeps (~30 MiB at most), then starts afresh."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A scope read, and placed among its tenant's vectors, before its search by meaning (:meth:`RecallReads.place`)."""
+
+    scope: Scope
+    embedder: str
+    generation: int
+    """The tenant's scope generation when the scope was read: the placement holds while it does."""
+    rowids: np.ndarray
+    placed: Placed | None
 
 
 class RecallReads:
@@ -109,7 +123,7 @@ class RecallReads:
         semantic: dict[str, float] = {}
         query_vector = resolved(pending)
         if query_vector is not None and embedder is not None:
-            (semantic,) = self._semantic(conn, scope, [query_vector], pool_size, embedder)
+            semantic = dict(zip(*self._semantic(conn, scope, [query_vector], pool_size, embedder)[0], strict=True))
         ids = dict.fromkeys([*semantic, *lexical])
         return RecallCandidates([Candidate(i, lexical.get(i, 0.0), semantic.get(i, 0.0)) for i in ids])
 
@@ -146,36 +160,78 @@ class RecallReads:
         thread.start()
         return thread
 
+    def place(self, scope: Scope, embedder: str | None = None) -> Placement | None:
+        """What a search by meaning of ``scope`` reads before it needs a vector: the scope's rowids,
+        erasures by other processes, and where the rows sit among the tenant's vectors. Read while
+        the model embeds the question, it is then not read after (:meth:`by_meaning`)."""
+        embedder = embedder or self.embedder
+        if embedder is None:
+            return None
+        with self.db.reading() as conn:
+            generation, rowids = self._admitted(conn, scope)
+            placed = self.vectors.place(conn, scope.tenant_id, embedder, rowids) if len(rowids) else None
+        return Placement(scope, embedder, generation, rowids, placed)
+
     def by_meaning(
-        self, scope: Scope, vectors: Sequence[Vector], pool_size: int, embedder: str | None = None
+        self,
+        scope: Scope,
+        vectors: Sequence[Vector],
+        pool_size: int,
+        embedder: str | None = None,
+        placement: Placement | None = None,
     ) -> list[RecallCandidates]:
         """For each of ``vectors``, the best ``pool_size`` of the scope by cosine alone, in one request:
-        the scope is read and its vectors brought up to date once (a recall's two rounds ask together)."""
+        the scope is read and its vectors brought up to date once (a recall's two rounds ask together),
+        or taken from ``placement`` (:meth:`place`) when it placed the same scope for the same model and
+        nothing the scope filters on has changed since (its generation: an episode written, deleted or
+        moved in or out of a scope moves it), so the answer is the one a search without it gives."""
         embedder = embedder or self.embedder
         if embedder is None or not vectors:
             return [RecallCandidates() for _ in vectors]
+        if placement is not None and (placement.scope != scope or placement.embedder != embedder):
+            placement = None
         with self.db.reading() as conn:
-            found = self._semantic(conn, scope, vectors, pool_size, embedder)
-        return [RecallCandidates([Candidate(i, 0.0, cosine) for i, cosine in each.items()]) for each in found]
+            found = self._semantic(conn, scope, vectors, pool_size, embedder, placement)
+        return [RecallCandidates(by_meaning_alone(ids, cosines)) for ids, cosines in found]
+
+    def _admitted(self, conn: sqlite3.Connection, scope: Scope) -> tuple[int, np.ndarray]:
+        """The tenant's scope generation and the rowids ``scope`` admits under it, once the tenant's
+        vectors here have forgotten every row another process deleted."""
+        generation, rowids = self.scopes.admitted(conn, scope)
+        if len(rowids):
+            tenant = scope.tenant_id
+            erasures = erasures_of(conn, tenant)
+            self.vectors.forget_gone(tenant, erasures, lambda: live_rowids(conn, tenant))
+            self._saw_erasures(tenant, erasures)
+        return generation, rowids
 
     def _semantic(
-        self, conn: sqlite3.Connection, scope: Scope, query_vectors: Sequence[Vector], pool_size: int, embedder: str
-    ) -> list[dict[str, float]]:
-        """``{event_id: cosine}`` of the best ``pool_size`` vectors among the scope's rowids, for
-        each of ``query_vectors``."""
-        rowids = self.scopes.rowids(conn, scope)
+        self,
+        conn: sqlite3.Connection,
+        scope: Scope,
+        query_vectors: Sequence[Vector],
+        pool_size: int,
+        embedder: str,
+        placement: Placement | None = None,
+    ) -> list[tuple[list[str], list[float]]]:
+        """The event ids and cosines of the best ``pool_size`` vectors among the scope's rowids, best
+        first, for each of ``query_vectors``."""
+        if placement is not None and generation_of(conn, scope.tenant_id) != placement.generation:
+            placement = None  # written or changed since it was placed: read afresh
+        rowids = self._admitted(conn, scope)[1] if placement is None else placement.rowids
         if not len(rowids):
-            return [{} for _ in query_vectors]
+            return [([], []) for _ in query_vectors]
         queries = [np.asarray(vector, dtype=np.float32) for vector in query_vectors]
         found = []
-        tenant = scope.tenant_id
-        erasures = erasures_of(conn, tenant)
-        self.vectors.forget_gone(tenant, erasures, lambda: live_rowids(conn, tenant))
-        self._saw_erasures(tenant, erasures)
-        for top, sims, _ in self.vectors.search_many(conn, tenant, embedder, rowids, queries, pool_size):
-            rows = top.tolist()
-            names = self._named(conn, rows)
-            found.append({names[r]: v for r, v in zip(rows, sims.tolist(), strict=True) if r in names})
+        placed = None if placement is None else placement.placed
+        searched = self.vectors.search_many(conn, scope.tenant_id, embedder, rowids, queries, pool_size, placed)
+        for top, sims, _ in searched:
+            names = self._named(conn, top.tolist())
+            if None in names:  # rows deleted since their vectors were read: left out
+                kept = [(name, cosine) for name, cosine in zip(names, sims.tolist(), strict=True) if name is not None]
+                found.append(([name for name, _ in kept], [cosine for _, cosine in kept]))
+            else:
+                found.append((cast(list[str], names), sims.tolist()))
         return found
 
     def _saw_erasures(self, tenant: str, erasures: int) -> None:
@@ -186,18 +242,18 @@ class RecallReads:
         if seen is not None and seen != erasures and self._on_erasures is not None:
             self._on_erasures(tenant)
 
-    def _named(self, conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
-        """``{rowid: event_id}`` for ``rowids`` that still exist, from what is kept where it can.
-        Request threads share what is kept; each reads it with ``get``, so another's clearing it
-        meanwhile costs one more query, never an error."""
+    def _named(self, conn: sqlite3.Connection, rowids: list[int]) -> list[str | None]:
+        """The event id of each of ``rowids`` (``None`` for a row that no longer exists), from what is
+        kept where it can. Request threads share what is kept; each reads it with ``get``, so another's
+        clearing it meanwhile costs one more query, never an error."""
         kept = self._event_ids
-        result = {r: name for r in rowids if (name := kept.get(r)) is not None}
-        missing = [r for r in rowids if r not in result]
-        if missing:
-            marks = ",".join("?" * len(missing))
-            named = dict(conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", missing))
-            result.update(named)
-            if len(kept) + len(named) > EVENT_IDS_KEPT:
-                kept.clear()
-            kept.update(named)
-        return result
+        names = list(map(kept.get, rowids))
+        if None not in names:
+            return names
+        missing = [r for r, name in zip(rowids, names, strict=True) if name is None]
+        marks = ",".join("?" * len(missing))
+        named = dict(conn.execute(f"SELECT rowid, event_id FROM episodes WHERE rowid IN ({marks})", missing))
+        if len(kept) + len(named) > EVENT_IDS_KEPT:
+            kept.clear()
+        kept.update(named)
+        return [name if name is not None else named.get(r) for r, name in zip(rowids, names, strict=True)]

@@ -55,8 +55,12 @@ class ScopeCache:
 
     def rowids(self, conn: sqlite3.Connection, scope: Scope) -> np.ndarray:
         """The rowids ``scope`` admits now (in index order, not sorted)."""
-        row = conn.execute("SELECT generation FROM scope_generations WHERE tenant_id = ?", (scope.tenant_id,))
-        generation = (row.fetchone() or (0,))[0]
+        return self.admitted(conn, scope)[1]
+
+    def admitted(self, conn: sqlite3.Connection, scope: Scope) -> tuple[int, np.ndarray]:
+        """The tenant's scope generation, and the rowids ``scope`` admitted under it (:meth:`rowids`):
+        while the generation stays the same, so do they, at the same ``scope.now``."""
+        generation = generation_of(conn, scope.tenant_id)
         timeless = dataclasses.replace(scope, now=_DAWN)  # the key: every filter but the clock
         with self._lock:
             kept = self._large.get(timeless) or self._small.get(timeless)
@@ -67,14 +71,20 @@ class ScopeCache:
                 if len(ids) < self.min_rows:
                     with self._lock:
                         self._seen.put(timeless, generation)
-                    return ids
+                    return generation, ids
             kept = (generation, *admitted(conn, timeless))
             large = len(kept[1]) >= self.min_rows
             with self._lock:
                 (self._large if large else self._small).put(timeless, kept)
                 (self._small if large else self._large).discard(timeless)
         _, ids, expiries = kept
-        return ids[expiries > micros(scope.now)]
+        return generation, ids[expiries > micros(scope.now)]
+
+
+def generation_of(conn: sqlite3.Connection, tenant_id: str) -> int:
+    """``tenant_id``'s scope generation: it moves with every change to what a scope filters on."""
+    row = conn.execute("SELECT generation FROM scope_generations WHERE tenant_id = ?", (tenant_id,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 class _Kept:

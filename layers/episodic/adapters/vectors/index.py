@@ -37,6 +37,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,15 @@ class TenantVectors:
             self.erased_meanwhile.extend(int(r) for r in rowids)
 
 
+@dataclass(frozen=True)
+class Placed:
+    """Where a scope's rows sit in its tenant's matrix when it held ``count`` rows (:meth:`VectorSearch.place`)."""
+
+    vectors: TenantVectors
+    count: int
+    positions: np.ndarray
+
+
 def present(sorted_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Positions in ``sorted_ids`` of those of ``wanted`` (sorted) it holds."""
     if len(sorted_ids) == 0 or len(wanted) == 0:
@@ -178,6 +188,20 @@ class VectorSearch:
                     vectors.forget(np.setdiff1d(vectors.rowids, there))
                 vectors.erasures = erasures
 
+    def place(self, conn: Any, tenant_id: str, embedder: str, scope_rowids: np.ndarray) -> Placed | None:
+        """Where ``scope_rowids`` sit among the tenant's vectors, brought up to date: what an exact
+        search of that scope needs but its queries, found before them (``None``: the tenant has not
+        been searched yet, or its scope is searched by its index)."""
+        with self._lock:
+            vectors = self._tenants.get((tenant_id, embedder))
+        if vectors is None:
+            return None
+        with vectors.lock:
+            self._sync(conn, tenant_id, embedder, vectors)
+            if len(scope_rowids) >= self.ann_threshold and vectors.index is not None:
+                return None
+            return Placed(vectors, vectors.count, vectors.positions(np.sort(scope_rowids)))
+
     def search(
         self,
         conn: Any,
@@ -198,9 +222,11 @@ class VectorSearch:
         scope_rowids: np.ndarray,
         queries: list[np.ndarray],
         k: int,
+        placed: Placed | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray, str]]:
         """:meth:`search` for each of ``queries`` over the same scope: the vectors are brought up to
-        date and the scope placed once (and gathered once, when it is a small part of them)."""
+        date and the scope placed once (and gathered once, when it is a small part of them), or
+        ``placed`` used, when no row came since :meth:`place` placed these ``scope_rowids``."""
         vectors = self._tenant(tenant_id, embedder, len(queries[0]))
         with vectors.lock:
             self._sync(conn, tenant_id, embedder, vectors)
@@ -214,19 +240,27 @@ class VectorSearch:
                         self._count("ivf")
                         found[n] = (ids, sims, "ivf")
             exact = [n for n in range(len(queries)) if n not in found]
-            for n, top in zip(exact, self._exact(vectors, scope_rowids, [queries[n] for n in exact], k), strict=True):
+            current = placed is not None and placed.vectors is vectors and placed.count == vectors.count
+            positions = placed.positions if placed is not None and current else None
+            tops = self._exact(vectors, scope_rowids, [queries[n] for n in exact], k, positions)
+            for n, top in zip(exact, tops, strict=True):
                 self._count("exact")
                 found[n] = top
             return [found[n] for n in range(len(queries))]
 
     @staticmethod
     def _exact(
-        vectors: TenantVectors, scope_rowids: np.ndarray, queries: list[np.ndarray], k: int
+        vectors: TenantVectors,
+        scope_rowids: np.ndarray,
+        queries: list[np.ndarray],
+        k: int,
+        positions: np.ndarray | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray, str]]:
-        """Every query against every vector of the scope (the caller holds ``vectors.lock``)."""
+        """Every query against every vector of the scope, at ``positions`` in the matrix when they are
+        known (the caller holds ``vectors.lock``)."""
         if not queries:
             return []
-        positions = vectors.positions(np.sort(scope_rowids))
+        positions = vectors.positions(np.sort(scope_rowids)) if positions is None else positions
         if len(positions) == 0:
             return [(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), "exact") for _ in queries]
         # A product per query: BLAS multiplies a matrix by one vector faster than by a block of two.

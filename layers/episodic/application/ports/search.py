@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from episodic.application.ports.providers import Vector
 from episodic.application.ports.store import Scope
@@ -99,11 +99,22 @@ class SearchesApart(RecallIndex, Protocol):
 
     searches_apart: bool
 
+    def place(self, scope: Scope, embedder: str | None = None) -> Any:
+        """What a search of ``scope`` by meaning reads before it needs a vector, read now (while the
+        model embeds the question) and handed back to :meth:`by_meaning`; opaque to the caller."""
+        ...
+
     def by_meaning(
-        self, scope: Scope, vectors: Sequence[Vector], pool_size: int, embedder: str | None = None
+        self,
+        scope: Scope,
+        vectors: Sequence[Vector],
+        pool_size: int,
+        embedder: str | None = None,
+        placement: Any = None,
     ) -> list[RecallCandidates]:
         """For each of ``vectors``, the best ``pool_size`` of ``scope`` by cosine alone (as
-        :meth:`RecallIndex.candidates` finds them with no query text), in one request."""
+        :meth:`RecallIndex.candidates` finds them with no query text), in one request; with what
+        :meth:`place` read for the same scope and model, that is not read again."""
         ...
 
 

@@ -26,11 +26,14 @@ will likely read after the vector (``ahead``: the turns around the best items by
 from __future__ import annotations
 
 import contextvars
+import functools
+import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from episodic.application.ports import (
     Embedder,
@@ -127,9 +130,8 @@ def names_vector(embedder: Embedder, names: Sequence[str], tenant: str) -> Pendi
             raise StorageError("the embedder could not embed the names")  # said as semantic_unavailable
         if not vectors:
             return None
-        total = vectors[0] if len(vectors) == 1 else [sum(column) for column in zip(*vectors, strict=True)]
-        norm = math.sqrt(sum(x * x for x in total)) or 1.0
-        return [x / norm for x in total]
+        total = functools.reduce(lambda a, b: list(map(operator.add, a, b)), vectors)
+        return unit(total)
 
     return PendingVector(mean, lambda: all(pending.ready() for pending in each))
 
@@ -143,18 +145,26 @@ def floats(vector: Vector) -> list[float]:
 
 def leaning(vector: Vector, toward: Vector, weight: float) -> list[float]:
     """``vector + weight * toward``, made unit length again (both are unit vectors)."""
-    mixed = [a + weight * b for a, b in zip(floats(vector), floats(toward), strict=True)]
-    norm = math.sqrt(sum(x * x for x in mixed)) or 1.0
-    return [x / norm for x in mixed]
+    return unit(list(map(operator.add, floats(vector), map(operator.mul, itertools.repeat(weight), floats(toward)))))
+
+
+def unit(vector: list[float]) -> list[float]:
+    """``vector`` scaled to unit length (a zero vector as it is). Element-wise through ``map`` and
+    ``math.hypot``: a vector has hundreds of elements, and a Python loop over them costs a recall a
+    noticeable part of a millisecond."""
+    norm = math.hypot(*vector) or 1.0
+    return list(map(operator.truediv, vector, itertools.repeat(norm)))
 
 
 def merged(words: RecallCandidates, meaning: RecallCandidates) -> RecallCandidates:
     """One round's candidates from its two searches: each episode once, with both signals (the
     ones found by meaning first, as an index that searches both at once lists them)."""
-    lexical = {c.event_id: c.lexical for c in words.items}
-    semantic = {c.event_id: c.semantic for c in meaning.items}
-    ids = dict.fromkeys([*semantic, *lexical])
-    items = [Candidate(i, lexical.get(i, 0.0), semantic.get(i, 0.0)) for i in ids]
+    lexical = {c.event_id: c for c in words.items}
+    # A candidate found by one search alone is that search's own (its other signal is 0): only those
+    # found by both are built anew, a few of a pool of hundreds.
+    both = lexical.pop
+    items = [c if (w := both(c.event_id, None)) is None else Candidate(c[0], w[1], c[2]) for c in meaning.items]
+    items.extend(lexical.values())
     return RecallCandidates(items, (*words.degraded, *meaning.degraded))
 
 
@@ -168,9 +178,9 @@ idle, so few recalls at a time use these threads; they start on first use and en
 ReadAhead = Callable[[Sequence[Candidate], dict[str, Episode]], None]
 """What a recall reads ahead from its best items by words (in order) and the episodes read for them."""
 
-ByWords = tuple[RecallCandidates, dict[str, Episode], list[str], PendingVector | None, RecallCandidates]
+ByWords = tuple[RecallCandidates, dict[str, Episode], list[str], PendingVector | None, RecallCandidates, Any]
 """What :meth:`SearchRounds._by_words` finds: first round's words, the episodes read, the names,
-their pending vector, the second round's words."""
+their pending vector, the second round's words, and the scope placed for the search by meaning."""
 
 
 @dataclass
@@ -220,17 +230,17 @@ class SearchRounds:
             # in the recall's context, so what the helper logs carries the request's id
             helped = WORDS_ALONGSIDE.submit(contextvars.copy_context().run, self._by_words, query, request, ahead)
             pending.value()
-            words, episodes, names, toward, second_words = helped.result()
+            words, episodes, names, toward, second_words, placement = helped.result()
         else:
-            words, episodes, names, toward, second_words = self._by_words(query, request)
+            words, episodes, names, toward, second_words, placement = self._by_words(query, request)
         vector = resolved(pending)
         meaning = cast(SearchesApart, index)
         together = toward is None or toward.ready()  # else the question's meaning is searched while the names' embed
         lean = self._lean(vector, toward) if together else None
-        by_meaning = self._by_meaning(meaning, [vector, lean])
+        by_meaning = self._by_meaning(meaning, [vector, lean], placement)
         first = merged(words, by_meaning[0])
         if not together:
-            by_meaning[1] = self._by_meaning(meaning, [None, self._lean(vector, toward)])[1]
+            by_meaning[1] = self._by_meaning(meaning, [None, self._lean(vector, toward)], placement)[1]
         second = merged(second_words, by_meaning[1]) if names else None
         episodes.update(self.admitted(self._worth_reading(first, second, episodes, vector is not None, request)))
         result = Found(first, episodes, vector)
@@ -241,7 +251,8 @@ class SearchRounds:
     def _by_words(self, query: str, request: RecallRequest, ahead: ReadAhead | None = None) -> ByWords:
         """What both rounds need before the question's vector: the first round's search by words and
         its episodes, the names it widens with (their embedding started), the second round's search
-        by words and its episodes (read before the vector is waited for, as the first round's are)."""
+        by words and its episodes (read before the vector is waited for, as the first round's are),
+        and what the search by meaning reads before it needs a vector (``SearchesApart.place``)."""
         words = self.search(query, None)
         episodes = self.admitted([c.event_id for c in words.items])
         names = self._names(query, words.items, episodes) if request.widen else []
@@ -250,7 +261,8 @@ class SearchRounds:
         episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
         if ahead is not None:
             ahead(words.items, episodes)
-        return words, episodes, names, toward, second_words
+        placement = cast(SearchesApart, self.deps.index).place(self.scope, self.deps.embedder.name)
+        return words, episodes, names, toward, second_words, placement
 
     def _together(self, query: str, pending: PendingVector, request: RecallRequest) -> Found:
         """:meth:`run` against an index that searches words and meaning in one request a round."""
@@ -286,10 +298,12 @@ class SearchRounds:
         widened = None if second is None else second.items
         return self.ranker.worth_reading(first.items, episodes, self.scope.now, request.limit, semantic, widened)
 
-    def _by_meaning(self, index: SearchesApart, vectors: list[Vector | None]) -> list[RecallCandidates]:
-        """What ``index`` finds by the meaning of each of ``vectors`` in one request (nothing for ``None``)."""
+    def _by_meaning(self, index: SearchesApart, vectors: list[Vector | None], placement: Any) -> list[RecallCandidates]:
+        """What ``index`` finds by the meaning of each of ``vectors`` in one request (nothing for ``None``),
+        with the scope as ``placement`` placed it."""
         wanted = [v for v in vectors if v is not None]
-        found = iter(index.by_meaning(self.scope, wanted, self.pool, self.deps.embedder.name) if wanted else [])
+        embedder = self.deps.embedder.name
+        found = iter(index.by_meaning(self.scope, wanted, self.pool, embedder, placement) if wanted else [])
         return [RecallCandidates() if v is None else next(found) for v in vectors]
 
     @staticmethod

@@ -21,7 +21,8 @@ import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, partial
+from itertools import repeat
 from typing import NamedTuple
 
 from episodic.domain.model import Confidence, Episode, EventType, RecallItem, ScoreComponents, SourceTrust
@@ -109,6 +110,15 @@ class Candidate(NamedTuple):
     """BM25 score, larger is better (0 when the text did not match)."""
     semantic: float = 0.0
     """Cosine similarity between query and episode embeddings, in [-1, 1]."""
+
+
+_tupled = partial(tuple.__new__, Candidate)
+
+
+def by_meaning_alone(event_ids: Iterable[str], cosines: Iterable[float]) -> list[Candidate]:
+    """Candidates a search by meaning found (no words' score), in order: built from C alone, with no
+    Python call each, as an index hands over hundreds a recall."""
+    return list(map(_tupled, zip(event_ids, repeat(0.0), cosines)))
 
 
 @dataclass
@@ -311,9 +321,9 @@ class Ranker:
         origin = self.weights.unrelated_cosine if semantic else 0.0
         span = 1.0 - origin
         signals = {}
-        for event_id, lexical_score, cosine in pool:
+        for event_id, lexical_score, cosine in pool:  # hundreds a recall: no call per candidate
             lexical = lexical_score / best_lexical if best_lexical > 0 else 0.0
-            meaning = max((cosine - origin) / span, 0.0) if semantic else 0.0
+            meaning = (cosine - origin) / span if semantic and cosine > origin else 0.0
             signals[event_id] = (share * meaning + (1.0 - share) * lexical, lexical, meaning)
         return signals
 
