@@ -237,11 +237,17 @@ def test_given_candidates_found_by_meaning_alone_when_only_those_worth_reading_a
     ranker = Ranker(RankingWeights(min_semantic=floor))
     by_words = {c.event_id for c in (*first, *(widened or [])) if c.lexical > 0}
     read = {i: e for i, e in episodes.items() if i in by_words}
-    worth = ranker.worth_reading(first, read, NOW, limit, True, widened)
-    assert set(worth) <= set(episodes) - set(read)
-    chosen = {**read, **{i: episodes[i] for i in worth}}
+    reading = ranker.worth_reading(first, read, NOW, limit, True, widened)
+    assert set(reading.ids) <= set(episodes) - set(read)
+    chosen = {**read, **{i: episodes[i] for i in reading.ids}}
     served = ranker.rank(first, chosen, NOW, True, limit, widened=widened)
     assert _served(served) == _served(ranker.rank(first, episodes, NOW, True, limit, widened=widened))
+    if reading.settled is not None:  # nothing was worth reading: its ranking is the one served
+        assert not reading.ids
+        settled = ranker.rank(first, chosen, NOW, True, limit, widened=widened, settled=reading.settled)
+        assert [(i.episode.event_id, i.score, i.components) for i in settled] == [
+            (i.episode.event_id, i.score, i.components) for i in served
+        ]
 
 
 def test_given_a_pool_found_mostly_by_meaning_when_the_words_best_are_read_then_the_far_ones_are_not_worth_reading():
@@ -249,6 +255,12 @@ def test_given_a_pool_found_mostly_by_meaning_when_the_words_best_are_read_then_
     by_words = [Candidate(f"e{n}", 12.0 - n, 0.8) for n in range(12)]
     by_meaning = [Candidate(f"e{n}", 0.0, 0.05) for n in range(12, 30)]  # far in meaning
     read = {i: e for i, e in episodes.items() if int(i[1:]) < 12}
-    assert Ranker().worth_reading([*by_words, *by_meaning], read, NOW, 10, True) == []
+    reading = Ranker().worth_reading([*by_words, *by_meaning], read, NOW, 10, True)
+    assert reading.ids == [] and reading.settled is not None
+    served = Ranker().rank([*by_words, *by_meaning], read, NOW, True, 10, settled=reading.settled)
+    assert [i.episode.event_id for i in served] == [
+        i.episode.event_id for i in Ranker().rank(by_words, read, NOW, True, 10)
+    ]
     close = [Candidate("e29", 0.0, 0.99)]  # as close in meaning as the best: worth reading
-    assert Ranker().worth_reading([*by_words, *by_meaning[:-1], *close], read, NOW, 10, True) == ["e29"]
+    reading = Ranker().worth_reading([*by_words, *by_meaning[:-1], *close], read, NOW, 10, True)
+    assert reading.ids == ["e29"] and reading.settled is None

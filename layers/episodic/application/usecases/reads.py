@@ -161,6 +161,7 @@ class Reads:
         ranked = ranker.rank(
             found.first.items, found.episodes, scope.now, has_query=query is not None, limit=request.limit,
             semantic=semantic, widened=None if found.widened is None else found.widened[1].items, replies=replies,
+            settled=found.settled,
         )  # fmt: skip
         return ranked, explained, degraded
 

@@ -48,7 +48,7 @@ from episodic.application.usecases.deps import Deps
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Caller, Episode, RecallRequest
 from episodic.domain.recall.query import WIDENING_SOURCES, widening_names
-from episodic.domain.recall.ranking import Candidate, Ranker
+from episodic.domain.recall.ranking import Candidate, Ranker, Reading, Settled
 
 NAMES_WEIGHT = 0.5
 """How far a second round's vector leans toward the names it adds: the query's vector plus this
@@ -193,6 +193,8 @@ class Found:
     episodes: dict[str, Episode]
     vector: Vector | None
     widened: tuple[list[str], RecallCandidates] | None = None
+    settled: Settled | None = None
+    """What was read, ranked, when nothing more was worth reading (:class:`~episodic.domain.recall.ranking.Reading`)."""
 
 
 class SearchRounds:
@@ -242,8 +244,9 @@ class SearchRounds:
         if not together:
             by_meaning[1] = self._by_meaning(meaning, [None, self._lean(vector, toward)], placement)[1]
         second = merged(second_words, by_meaning[1]) if names else None
-        episodes.update(self.admitted(self._worth_reading(first, second, episodes, vector is not None, request)))
-        result = Found(first, episodes, vector)
+        reading = self._worth_reading(first, second, episodes, vector is not None, request)
+        episodes.update(self.admitted(reading.ids))
+        result = Found(first, episodes, vector, settled=reading.settled)
         if second is not None:
             result.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
         return result
@@ -274,7 +277,9 @@ class SearchRounds:
         found = Found(first, episodes, vector)
         if names:
             second = self.search(f"{query} {' '.join(names)}", self._lean(vector, toward))
-            episodes.update(self.admitted(self._worth_reading(first, second, episodes, vector is not None, request)))
+            episodes.update(
+                self.admitted(self._worth_reading(first, second, episodes, vector is not None, request).ids)
+            )
             found.widened = names, RecallCandidates(second.items, (*second.degraded, *self._failed(toward)))
         return found
 
@@ -292,7 +297,7 @@ class SearchRounds:
         episodes: dict[str, Episode],
         semantic: bool,
         request: RecallRequest,
-    ) -> list[str]:
+    ) -> Reading:
         """The candidates not read yet that could still be served (``Ranker.worth_reading``): what the
         search by meaning adds is mostly far below the words' best, and is not read."""
         widened = None if second is None else second.items

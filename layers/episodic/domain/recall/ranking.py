@@ -121,6 +121,20 @@ def by_meaning_alone(event_ids: Iterable[str], cosines: Iterable[float]) -> list
     return list(map(_tupled, zip(event_ids, repeat(0.0), cosines)))
 
 
+Settled = tuple[dict[str, float], list[_Entry]]
+"""A ranking made before its items were built: the effective weights and the best entries."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What :meth:`Ranker.worth_reading` found: the ids worth reading, and, when there are none, the
+    ranking it made of the episodes read (each candidate's relevance is the same among them as among
+    all: that is when it reads no more), which :meth:`Ranker.rank` serves unless replies join them."""
+
+    ids: list[str]
+    settled: Settled | None = None
+
+
 @dataclass
 class Ranker:
     weights: RankingWeights = field(default_factory=RankingWeights)
@@ -148,6 +162,7 @@ class Ranker:
         semantic: bool = True,
         widened: Iterable[Candidate] | None = None,
         replies: Mapping[str, str] | None = None,
+        settled: Settled | None = None,
     ) -> list[RecallItem]:
         """The best ``limit`` of ``candidates`` (those in ``episodes``), scored and explained.
 
@@ -163,12 +178,18 @@ class Ranker:
         ``replies`` maps a reply turn's id to the question turn it answers (both in
         ``episodes``): a reply is at least ``reply_share`` as relevant as its question (it must
         still pass the floor on meaning by itself: a reply about something else is no evidence);
-        a question turn keeps ``question_share`` of its own relevance."""
-        rounds = _Rounds(
-            self._relevance([c for c in candidates if c.event_id in episodes], semantic),
-            None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic),
-        )
-        weights, best = self._best(rounds, episodes, now, has_query, limit, replies)
+        a question turn keeps ``question_share`` of its own relevance.
+
+        ``settled``: what :meth:`worth_reading` ranked of the same candidates, episodes and limit when
+        it found nothing more worth reading; served as it is when no reply joins them."""
+        if settled is not None and has_query and not replies:
+            weights, best = settled
+        else:
+            rounds = _Rounds(
+                self._relevance([c for c in candidates if c.event_id in episodes], semantic),
+                None if widened is None else self._relevance([c for c in widened if c.event_id in episodes], semantic),
+            )
+            weights, best = self._best(rounds, episodes, now, has_query, limit, replies)
         # Only the items served are built and validated (a pool holds hundreds of candidates).
         return [_served(*entry, weights) for entry in best]
 
@@ -180,37 +201,39 @@ class Ranker:
         limit: int,
         semantic: bool,
         widened: Iterable[Candidate] | None = None,
-    ) -> list[str]:
+    ) -> Reading:
         """The ids of ``candidates`` (and ``widened``) not in ``episodes`` yet that could still be among
         the ``limit`` best of a query once read: every one, unless reading them cannot change how
         those read are scored (none is more relevant by words than the best read, and what is read
         already compares meaning); then only those whose best possible score reaches the ``limit``-th
-        best score of those read. Most of a pool found by meaning alone is far below it."""
+        best score of those read. Most of a pool found by meaning alone is far below it. When none
+        is, the ranking made of those read is :meth:`rank`'s answer too (``settled``)."""
         first, second = list(candidates), None if widened is None else list(widened)
         unread = list(dict.fromkeys(c.event_id for c in (*first, *(second or ())) if c.event_id not in episodes))
         if not unread or limit <= 0:
-            return unread
+            return Reading(unread)
         for round_ in (first, second or []):
             if not round_:
                 continue
             read = [c for c in round_ if c.event_id in episodes]
             best_read = max((c.lexical for c in read), default=0.0)
             if any(c.lexical > best_read for c in round_ if c.event_id not in episodes):
-                return unread  # the words' scores would be normalised anew
+                return Reading(unread)  # the words' scores would be normalised anew
             if semantic and not any(c.semantic for c in read):
-                return unread  # the round's meaning would start to count
+                return Reading(unread)  # the round's meaning would start to count
         # So each candidate's relevance is the same among all of them as among those read.
         rounds = _Rounds(
             self._relevance(first, semantic), None if second is None else self._relevance(second, semantic)
         )
         if semantic and not any(meaning for i, (_, _, meaning) in rounds.first.items() if i in episodes):
-            return unread  # no floor on meaning applies yet: reading more could start one
+            return Reading(unread)  # no floor on meaning applies yet: reading more could start one
         weights, best = self._best(rounds, episodes, now, True, limit, None)
         if len(best) < limit:
-            return unread
+            return Reading(unread)
         floor, share = best[-1][0], weights["relevance"]
         relevance_of = rounds.relevances
-        return [i for i in unread if share * relevance_of.get(i, 0.0) + (1.0 - share) + _ROUNDING >= floor]
+        worth = [i for i in unread if share * relevance_of.get(i, 0.0) + (1.0 - share) + _ROUNDING >= floor]
+        return Reading(worth, None if worth else (weights, best))
 
     def _best(
         self,
