@@ -42,7 +42,7 @@ from episodic.adapters.opensearch.schema import RecallIndexSetupError, index_bod
 from episodic.application.ports import Scope
 from episodic.domain.errors import InvalidRequestError, StorageError
 from episodic.domain.model import Episode, EventType, PrivacyClass
-from episodic.domain.recall.ranking import Candidate
+from episodic.domain.recall.candidates import Candidate
 
 RECORDED = Path(__file__).parents[2] / "events" / "opensearch"
 INDEX = "episodes"

@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from episodic.domain.model import Episode
-from episodic.domain.recall.ranking import Candidate, Ranker, RankingWeights
+from episodic.domain.recall.candidates import Candidate
+from episodic.domain.recall.ranking import Ranker, RankingWeights
 from tests.support import fuzzing  # noqa: F401  (the shared hypothesis tiers)
 from tests.support.factories import proposal_dict
 

@@ -16,7 +16,7 @@ from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.rounds import merged, names_vector
 from episodic.domain.errors import StorageError
 from episodic.domain.model import RecallRequest
-from episodic.domain.recall.ranking import Candidate
+from episodic.domain.recall.candidates import Candidate
 from tests.support.factories import AGENT, proposal, remember_turn
 
 QUESTION = "how does dana know the friend who talked her into the half marathon?"

@@ -75,8 +75,8 @@ from episodic.adapters.opensearch.schema import check_cluster, ensure_index
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.domain.model import Episode
+from episodic.domain.recall.candidates import Candidate
 from episodic.domain.recall.languages import indexed, searched
-from episodic.domain.recall.ranking import Candidate
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import Stemmer
 
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, ScopeReader, Vector, resolved
 from episodic.domain.errors import InvalidRequestError
+from episodic.domain.recall.candidates import Candidate
 from episodic.domain.recall.languages import indexed, searched
-from episodic.domain.recall.ranking import Candidate
 
 
 class ScopeTooLargeError(InvalidRequestError):

@@ -30,9 +30,9 @@ from episodic.adapters.sqlite.scope_cache import ScopeCache, generation_of
 from episodic.adapters.sqlite.word_index import WordIndex, terms
 from episodic.adapters.vectors.index import Placed, VectorSearch
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
+from episodic.domain.recall.candidates import Candidate, by_meaning_alone
 from episodic.domain.recall.languages import searched
 from episodic.domain.recall.query import lexical_terms
-from episodic.domain.recall.ranking import Candidate, by_meaning_alone
 
 WARM_MIN_EPISODES = 10_000
 """Tenants at least this large have their words and vectors read at start (:meth:`RecallReads.warm_up`):

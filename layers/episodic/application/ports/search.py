@@ -12,7 +12,7 @@ from episodic.application.ports.providers import Vector
 from episodic.application.ports.store import Scope
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Episode
-from episodic.domain.recall.ranking import Candidate
+from episodic.domain.recall.candidates import Candidate
 
 
 class PendingVector:

@@ -49,9 +49,10 @@ from episodic.domain.model import (
     TimelineRequest,
 )
 from episodic.domain.recall.calendar import CALENDAR_SLACK
+from episodic.domain.recall.candidates import Candidate
 from episodic.domain.recall.evidence import render_context
 from episodic.domain.recall.query import has_content, interpret
-from episodic.domain.recall.ranking import Candidate, Ranker
+from episodic.domain.recall.ranking import Ranker
 
 QUESTIONS_FOLLOWED = 3
 """How many of a recall's most relevant question turns have their replies looked up."""

@@ -47,8 +47,9 @@ from episodic.application.ports import (
 from episodic.application.usecases.deps import Deps
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Caller, Episode, RecallRequest
+from episodic.domain.recall.candidates import Candidate
 from episodic.domain.recall.query import WIDENING_SOURCES, widening_names
-from episodic.domain.recall.ranking import Candidate, Ranker, Reading, Settled
+from episodic.domain.recall.ranking import Ranker, Reading, Settled
 
 NAMES_WEIGHT = 0.5
 """How far a second round's vector leans toward the names it adds: the query's vector plus this

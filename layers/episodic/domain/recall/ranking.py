@@ -21,11 +21,10 @@ import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cached_property, partial
-from itertools import repeat
-from typing import NamedTuple
+from functools import cached_property
 
 from episodic.domain.model import Confidence, Episode, EventType, RecallItem, ScoreComponents, SourceTrust
+from episodic.domain.recall.candidates import Candidate
 from episodic.domain.recall.languages import language_name
 
 TRUST_SCORES: Mapping[SourceTrust, float] = {
@@ -99,26 +98,6 @@ class RankingWeights:
         }
         total = sum(raw.values()) or 1.0
         return {k: v / total for k, v in raw.items()}
-
-
-class Candidate(NamedTuple):
-    """A scoped episode with its raw relevance signals from the index (a tuple: an index hands
-    over hundreds a recall, and a tuple is the cheapest immutable record to build)."""
-
-    event_id: str
-    lexical: float = 0.0
-    """BM25 score, larger is better (0 when the text did not match)."""
-    semantic: float = 0.0
-    """Cosine similarity between query and episode embeddings, in [-1, 1]."""
-
-
-_tupled = partial(tuple.__new__, Candidate)
-
-
-def by_meaning_alone(event_ids: Iterable[str], cosines: Iterable[float]) -> list[Candidate]:
-    """Candidates a search by meaning found (no words' score), in order: built from C alone, with no
-    Python call each, as an index hands over hundreds a recall."""
-    return list(map(_tupled, zip(event_ids, repeat(0.0), cosines)))
 
 
 Settled = tuple[dict[str, float], list[_Entry]]
