@@ -162,9 +162,11 @@ def merged(words: RecallCandidates, meaning: RecallCandidates) -> RecallCandidat
     ones found by meaning first, as an index that searches both at once lists them)."""
     lexical = {c.event_id: c for c in words.items}
     # A candidate found by one search alone is that search's own (its other signal is 0): only those
-    # found by both are built anew, a few of a pool of hundreds.
-    both = lexical.pop
-    items = [c if (w := both(c.event_id, None)) is None else Candidate(c[0], w[1], c[2]) for c in meaning.items]
+    # found by both are built anew.
+    items = [
+        c if (w := lexical.pop(c.event_id, None)) is None else Candidate(c.event_id, w.lexical, c.semantic)
+        for c in meaning.items
+    ]
     items.extend(lexical.values())
     return RecallCandidates(items, (*words.degraded, *meaning.degraded))
 
