@@ -58,6 +58,12 @@ class Placement:
     rowids: np.ndarray
     placed: Placed | None
 
+    def holds(self, conn: sqlite3.Connection, scope: Scope, embedder: str) -> bool:
+        """Whether this placement answers for ``scope`` and ``embedder`` now: the same scope and model,
+        and nothing the scope filters on written or changed since it was placed."""
+        same = self.scope == scope and self.embedder == embedder
+        return same and generation_of(conn, scope.tenant_id) == self.generation
+
 
 class RecallReads:
     """Scoped recall candidates with their raw lexical and semantic scores."""
@@ -188,8 +194,6 @@ class RecallReads:
         embedder = embedder or self.embedder
         if embedder is None or not vectors:
             return [RecallCandidates() for _ in vectors]
-        if placement is not None and (placement.scope != scope or placement.embedder != embedder):
-            placement = None
         with self.db.reading() as conn:
             found = self._semantic(conn, scope, vectors, pool_size, embedder, placement)
         return [RecallCandidates(by_meaning_alone(ids, cosines)) for ids, cosines in found]
@@ -216,8 +220,8 @@ class RecallReads:
     ) -> list[tuple[list[str], list[float]]]:
         """The event ids and cosines of the best ``pool_size`` vectors among the scope's rowids, best
         first, for each of ``query_vectors``."""
-        if placement is not None and generation_of(conn, scope.tenant_id) != placement.generation:
-            placement = None  # written or changed since it was placed: read afresh
+        if placement is not None and not placement.holds(conn, scope, embedder):
+            placement = None
         rowids = self._admitted(conn, scope)[1] if placement is None else placement.rowids
         if not len(rowids):
             return [([], []) for _ in query_vectors]
