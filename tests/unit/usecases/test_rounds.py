@@ -172,16 +172,16 @@ def test_given_both_searches_of_a_round_then_each_episode_is_listed_once_with_bo
     assert both.degraded == ("lexical_partial",)
 
 
-def test_given_a_recall_then_its_search_by_words_keeps_half_the_pool_and_at_least_the_limit(deps, dana):
+def test_given_a_recall_then_its_search_by_words_keeps_a_quarter_of_the_pool_and_at_least_the_limit(deps, dana):
     counting = CountingApartIndexDouble(deps.index)
     reads = Reads(replace(deps, index=counting))
     reads.recall(AGENT, RecallRequest(query=QUESTION))
     pool = deps.settings.recall_pool_size
-    assert counting.pools and set(counting.pools) == {(True, pool // 2)}  # both rounds' words
+    assert counting.pools and set(counting.pools) == {(True, pool // 4)}  # both rounds' words
     counting.pools.clear()
     small = Reads(replace(deps, index=counting, settings=deps.settings.model_copy(update={"recall_pool_size": 60})))
     small.recall(AGENT, RecallRequest(query=QUESTION, limit=40))
-    assert set(counting.pools) == {(True, 40)}  # half of 60 is fewer than the 40 asked for
+    assert set(counting.pools) == {(True, 40)}  # a quarter of 60 is fewer than the 40 asked for
 
 
 def test_given_several_names_when_embedded_then_each_alone_and_the_vector_is_their_mean_direction(embedder):

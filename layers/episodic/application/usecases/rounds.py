@@ -91,13 +91,13 @@ def start_embedding(embedder: Embedder, text: str, tenant: str, *, here: bool = 
     return PendingVector(wait, getattr(wait, "ready", None))
 
 
-WORDS_POOL_SHARE = 0.5
+WORDS_POOL_SHARE = 0.25
 """Of the pool a recall searches by meaning, the share its search by words keeps (an index that
 searches them apart; one hybrid request keeps the whole pool). The best items by words are the top
-of their list: on the conversation benchmark keeping 50, 100, 150 or all 200 read the same (dev
-0.819, Spanish dev 0.789; test 0.809 at 100), while each candidate kept is one more episode read
-while the model embeds the question (on 2,000 tickets, half the pool made a recall ~15% faster,
-interleaved in one process)."""
+of their list: on the conversation benchmark a quarter of the pool (50) reads as half of it does on
+every split, while every candidate kept is one more episode read while the model embeds the
+question, and that read is what a recall waits for when the model is quicker (see
+``docs/decisions.md``, "The search by words keeps a quarter of the pool")."""
 
 NAMES_EMBEDDED = 2
 """How many of the added names (the first, from the best items) the second round's vector leans
