@@ -39,8 +39,9 @@ probabilities differ from the trained model's by far less than any verdict's mar
 
 _WORD = linear.compile(r"[a-z0-9']+|[^\sa-z0-9]")
 _IDENTIFIER_RUN = linear.compile(r"#\d|\b\d{3,}\b|[A-Za-z0-9_-]{3,}")
-"""Where an identifier can be: ``#12``, a number of three digits or more, or a run of letters,
-digits, ``_`` and ``-`` (an identifier when it mixes letters and digits: ``INV2291``, ``v2-beta``)."""
+"""Where an identifier can be: a number sign before a digit (an order number), a number of three
+digits or more, or a run of letters, digits, ``_`` and ``-`` (an identifier when it mixes letters
+and digits: ``INV2291``, ``v2-beta``)."""
 _PROPER = linear.compile(r"[a-z,;] [A-Z][a-z]")
 """A capitalised word inside a sentence (after a lower-case word or a comma): a name."""
 _FILLER = frozenset(
