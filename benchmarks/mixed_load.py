@@ -8,8 +8,9 @@ says otherwise. Reported: requests per second, p50/p99 by kind, errors, and whet
 acknowledged write can be read back afterwards (lost writes).
 
 ``--profile`` samples the server with py-spy while the load runs and prints where its time
-went, grouped by stage (model forward pass, SQLite commits, SQLite reads, ranking,
-validation and JSON, HTTP, waiting on the write lock).
+went, grouped by stage (model forward pass, SQLite commits, SQLite reads, the search by words,
+vector search, ranking, validation and JSON, HTTP), with the samples of threads found waiting
+apart.
 
     .venv/bin/python benchmarks/mixed_load.py --clients 16 --seconds 30 --profile
 """
@@ -60,28 +61,37 @@ WORDS = [
 
 _MODEL_CODE = ("torch/", "sentence_transformers/", "transformers/", "onnxruntime/", "tokenizers/", "minilm/runtime.py")
 _SQLITE_CODE = "/adapters/sqlite/"  # the SQLite store and the modules it is composed of
+_WRITE_MODULES = ("/adapters/sqlite/group_commit.py", "/adapters/sqlite/writes.py")
+"""Modules whose every frame is the write path: the group commit (its lock, savepoints, commit and
+fsync) and the statements of a change set."""
 _WRITE_CALLS = {
-    "_transaction",
+    "transaction",
     "apply",
+    "apply_many",
     "record_recall",
-    "insert_idempotency",
-    "insert_episode",
-    "change_status",
-    "update_stats",
-    "delete_episode",
+    "append_audit",
     "insert_review",
     "close_review",
-    "append_audit",
+    "set_writes_enabled",
 }
+"""Writes elsewhere in the store, by function name (py-spy names a method with its class: the last
+part is compared)."""
+
+
+def _writes(fn: str, path: str) -> bool:
+    return path.endswith(_WRITE_MODULES) or (_SQLITE_CODE in path and fn.rpartition(".")[2] in _WRITE_CALLS)
+
+
 STAGES: list[tuple[str, Any]] = [
     # (stage, test on a frame's function name and file); a sample goes to the innermost frame that matches
     (
         "model forward pass",
         lambda fn, path: any(m in path for m in _MODEL_CODE),
     ),
-    ("SQLite writes (commit, fsync)", lambda fn, path: _SQLITE_CODE in path and fn in _WRITE_CALLS),
+    ("SQLite writes (the group commit's lock, statements, commit, fsync)", _writes),
+    ("search by words (in memory)", lambda fn, path: path.endswith("/adapters/sqlite/word_index.py")),
     ("SQLite reads", lambda fn, path: _SQLITE_CODE in path),
-    ("vector search", lambda fn, path: path.endswith("vectors.py")),
+    ("vector search", lambda fn, path: "/adapters/vectors/" in path),
     ("ranking", lambda fn, path: path.endswith("ranking.py")),
     ("write policy", lambda fn, path: "/policy/" in path),
     ("query interpretation", lambda fn, path: path.endswith("query.py")),
@@ -181,9 +191,20 @@ def _lost(base: str, acknowledged: list[tuple[str, str]]) -> int:
     return lost
 
 
+WAITING = "waiting (on a lock, a condition, a queue or the next request)"
+
+
+def _waiting(fn: str, path: str) -> bool:
+    """Whether a stack's innermost frame is a thread blocked rather than working: py-spy, sampling
+    without stopping the server, also records some blocked threads, and those samples are no work."""
+    if path.endswith(("threading.py", "queue.py", "selectors.py")):
+        return True
+    return path.endswith("socket.py") and fn.endswith(("readinto", "accept"))
+
+
 def _stages(collapsed: Path) -> list[tuple[str, float]]:
-    """Share of the server's busy samples per stage, from py-spy's collapsed stacks
-    (``frame;frame;... count``, each frame ``function (file:line)``)."""
+    """Share of the server's samples per stage, from py-spy's collapsed stacks (``frame;frame;...
+    count``, each frame ``function (file:line)``): :data:`WAITING` first, then the busy stages."""
     counts: collections.Counter[str] = collections.Counter()
     for line in collapsed.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -193,13 +214,20 @@ def _stages(collapsed: Path) -> list[tuple[str, float]]:
         for frame in stack.split(";"):
             name, _, where = frame.partition(" (")
             frames.append((name.strip(), where.rsplit(":", 1)[0]))
+        if frames and _waiting(*frames[-1]):
+            counts[WAITING] += int(count)
+            continue
         stage = next(
             (label for fn, path in reversed(frames) for label, test in STAGES if test(fn, path)),
             "other",
         )
         counts[stage] += int(count)
     total = sum(counts.values())
-    return [(name, n / total) for name, n in counts.most_common()] if total else []
+    if not total:
+        return []
+    waited = counts.pop(WAITING, 0)
+    busy = [(name, n / total) for name, n in counts.most_common()]
+    return [(WAITING, waited / total), *busy] if waited else busy
 
 
 def _tree_cpu_seconds(root: int) -> float | None:

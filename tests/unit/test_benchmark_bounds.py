@@ -1,6 +1,7 @@
 """The benchmark's account of what bounds each performance target: the server's CPU time is
-read from the whole process tree (``--workers`` forks), and the targets table names a bound for
-every row it does not mark met."""
+read from the whole process tree (``--workers`` forks), the profile gives each sample to the stage
+it was working in (or to waiting), and the targets table names a bound for every row it does not
+mark met."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import multiprocessing
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from benchmarks.mixed_load import _cpu_bound, _tree_cpu_seconds
+from benchmarks.mixed_load import WAITING, _cpu_bound, _stages, _tree_cpu_seconds
 from benchmarks.targets import section
 
 
@@ -139,3 +141,38 @@ def test_given_the_million_rows_then_each_is_judged_on_its_own_figures() -> None
         small, tenth = _row(rows, "earlier: 1M tenant, 1,000-episode"), _row(rows, "earlier: 1M tenant, 10% scope")
         assert small.startswith("met") == small_met and tenth.startswith("met") == tenth_met
         assert small_met or "gathers and scores them" in small
+
+
+def test_given_sampled_stacks_then_each_goes_to_its_innermost_stage_and_blocked_threads_to_waiting(
+    tmp_path: Path,
+) -> None:
+    http = "_Server.process_request_thread (socketserver.py:691);concurrent_handler (episodic/entrypoints/rest/app.py)"
+    collapsed = tmp_path / "profile.txt"
+    collapsed.write_text(
+        "\n".join(
+            [
+                f"{http};RecallReads.by_meaning (episodic/adapters/sqlite/recall.py:198);"
+                "VectorSearch._exact (episodic/adapters/vectors/index.py:271);"
+                "_wrapfunc (numpy/_core/fromnumeric.py:54) 3",
+                f"{http};WordIndex.search (episodic/adapters/sqlite/word_index.py:223);"
+                "TenantWords.best (episodic/adapters/sqlite/word_index.py:181) 2",
+                f"{http};Episodes.get_many (episodic/adapters/sqlite/episodes.py:118) 1",
+                f"{http};Episodes.record_recall (episodic/adapters/sqlite/episodes.py:99) 1",
+                f"{http};Episodes.apply_many (episodic/adapters/sqlite/episodes.py:63);"
+                "GroupCommit._in_transaction (episodic/adapters/sqlite/group_commit.py:110) 1",
+                "Thread.run (threading.py:982);MiniLMEmbedder._collect (episodic/adapters/minilm/embedder.py:300);"
+                "Condition.wait (threading.py:327) 3",
+                "_Handler.handle_one_request (episodic/entrypoints/server/http.py:120);"
+                "SocketIO.readinto (socket.py:706) 1",
+                "a stack cut short (episodic/adapters/sqlite/recall.py:1",
+            ]
+        )
+    )
+    found = _stages(collapsed)
+    shares = dict(found)
+    assert found[0][0] == WAITING  # listed first, apart from the work
+    assert shares[WAITING] == pytest.approx(4 / 12)
+    assert shares["vector search"] == pytest.approx(3 / 12)  # not the SQLite module that called it
+    assert shares["search by words (in memory)"] == pytest.approx(2 / 12)
+    assert shares["SQLite reads"] == pytest.approx(1 / 12)
+    assert shares["SQLite writes (the group commit's lock, statements, commit, fsync)"] == pytest.approx(2 / 12)
