@@ -668,8 +668,8 @@ def main(argv: list[str] | None = None) -> int:
         "the innermost stage its stack is in; a thread whose innermost frame is blocked on a lock, a condition, "
         "a queue or its socket is waiting, not working. A thread waiting to take the interpreter's lock back "
         "after a SQLite statement, which releases it, is sampled in that statement: with many requests at once, "
-        "much of 'SQLite reads' is that wait (`py-spy --native` shows it in `pthread_cond_timedwait`)"
-        + (")" if load["stages"] else "; py-spy not installed, so no breakdown)"),
+        "most samples of the scope generation's one-row read were that wait (`py-spy --native` put them in "
+        "`pthread_cond_timedwait`)" + (")" if load["stages"] else "; py-spy not installed, so no breakdown)"),
         "",
         *[f"- {name}: {share:.0%}" for name, share in load["stages"]],
         "",
