@@ -187,6 +187,16 @@ def test_spare_core_reads_the_runnable_tasks_against_the_cores_this_process_may_
     assert embedder_module.spare_core(str(tmp_path / "missing")) is False
 
 
+def test_spare_core_reads_the_load_anew_each_time_it_is_asked(tmp_path):
+    cores = embedder_module._allowed_cores()
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"0.50 0.40 0.30 {cores + 1}/84 2424\n")
+    assert embedder_module.spare_core(str(loadavg)) is False
+    with loadavg.open("r+") as same_file:  # rewritten in place: the descriptor kept sees the new load
+        same_file.write("0.50 0.40 0.30 1/84 2424\n   ")
+    assert embedder_module.spare_core(str(loadavg)) is True
+
+
 def test_given_a_started_query_when_waited_for_then_it_is_the_embedding_and_is_kept_for_next_time(minilm):
     embedder = MiniLMEmbedder()
     embedder._model = minilm._load()

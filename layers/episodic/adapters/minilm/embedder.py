@@ -370,13 +370,24 @@ def _allowed_cores() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
+_LOADAVG: dict[str, int] = {}
+"""An open descriptor of each ``loadavg`` file :func:`spare_core` reads (one in a serving process),
+read again from its start each time: a question asks before its pass of the model, and opening the
+file anew (a Python file object, three system calls) costs several times one read."""
+
+
 def spare_core(loadavg: str = "/proc/loadavg") -> bool:
     """Whether a core will be idle once the caller waits: the tasks the kernel holds runnable now
     (the fourth field of ``loadavg``, the calling thread and the busy worker among them) are no
     more than the cores this process may use. ``False`` where that cannot be read (not Linux)."""
     try:
-        with open(loadavg, encoding="ascii") as numbers:
-            runnable = int(numbers.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):
+        fd = _LOADAVG.get(loadavg)
+        if fd is None:
+            opened = os.open(loadavg, os.O_RDONLY)
+            fd = _LOADAVG.setdefault(loadavg, opened)
+            if fd != opened:  # another thread opened it meanwhile
+                os.close(opened)
+        runnable = int(os.pread(fd, 256, 0).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no ``pread`` here
         return False
     return runnable <= _allowed_cores()

@@ -12,7 +12,8 @@ its own context), read and written through properties that shadow the class attr
 Powertools' own ASGI resolver (``HttpResolverLocal``) keeps its per-request state. Every route's
 middleware stack is built once, under a lock, before the first request is resolved: Powertools
 has no public way to do that, so this is the one place that reaches into its routes
-(``Route._build_middleware_stack``); ``pyproject.toml`` pins Powertools' major version.
+(``Route._build_middleware_stack``) and, below, its response validation; ``pyproject.toml`` pins
+Powertools' major version.
 
 The resolver also records the methods of every rule it registers (:meth:`methods_for`): which
 methods a path has is what a 405's ``Allow`` and an ``OPTIONS`` answer say, and Powertools' route
@@ -21,6 +22,12 @@ table is private.
 Routes that are costly to set up and rarely asked for can be registered on their first request
 (:meth:`ConcurrentRestResolver.defer`): the Swagger UI's OpenAPI models take a noticeable part of a
 cold start to import, which every Lambda start would otherwise pay for a page no agent reads.
+
+A route that returns an instance of the model it declares has it written as JSON in one step
+(:class:`_WrittenOnce`): Powertools' response validation would turn it into a dict of JSON values
+and the serialiser would then write that dict, two walks over a recall's hundreds of fields for the
+same text. The instance was validated when it was built, and Powertools' validation of an instance
+returns it as it is, so what is sent does not change; any other body takes Powertools' own way.
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import OpenAPIResponseValidationMiddleware
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+from pydantic import BaseModel
 
 
 @dataclass
@@ -57,6 +66,11 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
         self._rules: dict[str, set[str]] = {}
         self._read_body: Callable[[str], Any] = options.get("json_body_deserializer") or json.loads
         super().__init__(**options)
+        if options.get("enable_validation"):
+            self._response_validation_middleware = _WrittenOnce(
+                validation_serializer=options.get("serializer"),
+                has_response_validation_error=self._has_response_validation_error,
+            )
 
     def route(self, rule: str, method: str | list[str] | tuple[str], *args: Any, **kwargs: Any) -> Any:
         """Powertools' registration of ``rule``, which also records its methods (:meth:`methods_for`)."""
@@ -163,6 +177,26 @@ class ConcurrentRestResolver(APIGatewayRestResolver):
                 if not route._middleware_stack_built:
                     route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
             self._stacks_built = True
+
+
+class _WrittenOnce(OpenAPIResponseValidationMiddleware):
+    """Powertools' response validation, which writes a route's instance of its declared model as
+    JSON in one step (see the module docstring)."""
+
+    def _serialize_response_with_validation(self, *, field: Any, response_content: Any, **options: Any) -> Any:
+        declared = getattr(field, "type_", None)
+        if (
+            type(response_content) is declared
+            and isinstance(response_content, BaseModel)
+            and not any(
+                options.get(k) for k in ("include", "exclude", "exclude_unset", "exclude_defaults", "exclude_none")
+            )
+        ):
+            try:
+                return response_content.model_dump_json(by_alias=True)
+            except ValueError:  # a string no UTF-8 can hold: the serialiser's own way escapes it
+                pass
+        return super()._serialize_response_with_validation(field=field, response_content=response_content, **options)
 
 
 def _fits(rule: str, path: str) -> bool:
