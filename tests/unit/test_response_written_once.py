@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+
 from episodic.domain.model import CamelModel
 from episodic.entrypoints.rest.app import _write_json
 from episodic.entrypoints.rest.resolver import ConcurrentRestResolver
