@@ -388,6 +388,6 @@ def spare_core(loadavg: str = "/proc/loadavg") -> bool:
             if fd != opened:  # another thread opened it meanwhile
                 os.close(opened)
         runnable = int(os.pread(fd, 256, 0).split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no ``pread`` here
+    except (OSError, ValueError, IndexError):
         return False
     return runnable <= _allowed_cores()
