@@ -58,10 +58,11 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if workers > 1:  # each process's model gets its share of the cores, not all of them each
         os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    database = None
     if args.backend == "local":
         from episodic.bootstrap.local import prepare_data_dir
 
-        prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
+        database = prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
 
     def one_process(index: int) -> int:
         _stop_on_sigterm()
@@ -70,7 +71,14 @@ def serve(args: argparse.Namespace) -> int:
 
     if workers == 1:
         return one_process(0)
-    return supervise(workers, one_process)  # forked before any thread starts or the model loads
+    code = supervise(workers, one_process)  # forked before any thread starts or the model loads
+    if database is not None:
+        # Workers stopped together may each close while another still has the database open, and
+        # then none is the last connection, which checkpoints SQLite's log and removes it: this is.
+        from episodic.adapters.sqlite.store import SqliteStore
+
+        SqliteStore(database).close()
+    return code
 
 
 def _stop_on_sigterm() -> None:
