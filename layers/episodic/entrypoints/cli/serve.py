@@ -58,11 +58,10 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if workers > 1:  # each process's model gets its share of the cores, not all of them each
         os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
-    database = None
     if args.backend == "local":
         from episodic.bootstrap.local import prepare_data_dir
 
-        database = prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
+        prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
 
     def one_process(index: int) -> int:
         _stop_on_sigterm()
@@ -72,12 +71,11 @@ def serve(args: argparse.Namespace) -> int:
     if workers == 1:
         return one_process(0)
     code = supervise(workers, one_process)  # forked before any thread starts or the model loads
-    if database is not None:
+    if args.backend == "local":
         # Workers stopped together may each close while another still has the database open, and
-        # then none is the last connection, which checkpoints SQLite's log and removes it: this is.
-        from episodic.adapters.sqlite.store import SqliteStore
-
-        SqliteStore(database).close()
+        # then none is the last connection, which checkpoints SQLite's log and removes it: this one
+        # is (the data dir is prepared already, so this only opens the store and closes it).
+        prepare_data_dir(settings)
     return code
 
 
