@@ -166,3 +166,43 @@ def test_given_writers_and_read_audits_under_load_when_killed_then_everything_ac
         kept = {row[0] for row in conn.execute("SELECT audit_id FROM audit WHERE action = 'recall.served'")}
     assert set(audits) <= kept
     store.close()
+
+
+def test_given_sets_that_all_succeed_when_applied_then_no_savepoint_is_taken(tmp_path):
+    """A savepoint makes SQLite journal every page a set changes: a group that cannot need one
+    commits without (see ``group_commit.py``)."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    seen = statements(store)
+
+    assert store.episodes.apply_many([written("E1"), written("E2"), written("E3")]) == [None, None, None]
+
+    assert not any(s.startswith(("SAVEPOINT", "ROLLBACK")) for s in seen)
+    assert seen.count("BEGIN IMMEDIATE") == 1 and seen.count("COMMIT") == 1
+    assert store.episodes.count("acme") == 3
+    store.close()
+
+
+def test_given_a_set_that_fails_part_way_when_applied_then_the_group_is_applied_again_set_by_set(tmp_path):
+    """The clashing set's episode row was written before its audit record failed: applied again in
+    savepoints, nothing of it stays, the others' writes are there once, and the scope generation
+    moved once for each episode kept (the first attempt's moves were rolled back with it)."""
+    from episodic.adapters.sqlite.scope_cache import generation_of
+
+    store = SqliteStore(tmp_path / "db.sqlite")
+    store.episodes.apply(written("E1"))
+    with store.database.reading() as conn:
+        before = generation_of(conn, "acme")
+    seen = statements(store)
+    late_clash = Changes(tenant_id="acme", put=[NewEpisode(episode("E9"), [0.1] * 384)], audit=[audit("A-E1")])
+
+    outcomes = store.episodes.apply_many([written("E2"), late_clash, written("E3")])
+
+    assert outcomes[0] is None and outcomes[2] is None and isinstance(outcomes[1], ConflictError)
+    assert seen.count("BEGIN IMMEDIATE") == 2 and seen.count("ROLLBACK") == 1 and seen.count("COMMIT") == 1
+    assert set(store.episodes.get_many("acme", ["E2", "E3", "E9"])) == {"E2", "E3"}
+    with store.database.reading() as conn:
+        audit_ids = [row[0] for row in conn.execute("SELECT audit_id FROM audit ORDER BY seq")]
+        assert generation_of(conn, "acme") == before + 2
+    assert audit_ids == ["A-E1", "A-E2", "A-E3"]
+    assert store.episodes.count("acme") == 3
+    store.close()

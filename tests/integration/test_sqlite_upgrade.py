@@ -28,7 +28,7 @@ def test_given_an_fts5_data_dir_when_opened_then_every_text_moves_to_the_plain_t
         rows = conn.execute("SELECT rowid, text FROM episode_texts").fetchall()
         (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     assert not {t for t in tables if t.startswith(("episodes_fts", "episodes_search"))}  # shadow tables too
-    assert version == str(SCHEMA_VERSION) == "5"
+    assert version == str(SCHEMA_VERSION) == "6"
     assert dict(rows) == {rowid: text for rowid, (_, text) in before.items()}
     got = store.recall.candidates(Scope(tenant_id="acme", now=NOW), "invoice overdue", None, 100).items
     assert len(got) == 30 and all(c.lexical > 0 for c in got)
@@ -159,4 +159,42 @@ def test_given_old_texts_of_deleted_episodes_when_upgraded_then_none_of_them_is_
     with store.database.reading() as conn:
         rows = dict(conn.execute("SELECT rowid, text FROM episode_texts").fetchall())
     assert rows == {rowid: text for rowid, (_, text) in before.items()}
+    store.close()
+
+
+SCHEMA_FIVE_TRIGGERS = """
+CREATE TRIGGER scope_on_insert AFTER INSERT ON episodes BEGIN
+    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER scope_on_tag_insert AFTER INSERT ON episode_tags BEGIN
+    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
+END;
+UPDATE meta SET value = '5' WHERE key = 'schema_version';
+"""
+"""What schema 5 had that schema 6 has not: triggers moving the scope generation on inserts."""
+
+
+def test_given_a_schema_five_data_dir_when_opened_then_its_insert_triggers_go_and_an_insert_moves_the_scope_once(
+    tmp_path,
+):
+    from episodic.adapters.sqlite.scope_cache import generation_of
+
+    path = tmp_path / "episodic.db"
+    SqliteStore(path).close()
+    rewritten(path, SCHEMA_FIVE_TRIGGERS)
+
+    store = SqliteStore(path)
+    with store.database.reading() as conn:
+        triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        before = generation_of(conn, "acme")
+    assert version == str(SCHEMA_VERSION) == "6"
+    assert not {"scope_on_insert", "scope_on_tag_insert"} & triggers
+    assert {"scope_on_delete", "scope_on_update", "scope_on_tag_delete"} <= triggers  # the other paths keep theirs
+    tagged = episode("acme", 1, "invoice overdue").model_copy(update={"tags": ["billing", "urgent"]})
+    store.episodes.apply(Changes(tenant_id="acme", put=[NewEpisode(tagged, None)]))
+    with store.database.reading() as conn:
+        assert generation_of(conn, "acme") == before + 1
     store.close()

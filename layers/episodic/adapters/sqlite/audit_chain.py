@@ -3,8 +3,8 @@ reading a chain back for verification (:mod:`episodic.domain.chain`).
 
 One chain per tenant (shard 0): SQLite has one writer, so appending never waits on another
 tenant's or another request's link. ``audit_heads`` holds each chain's newest link and is
-updated in the same transaction (savepoint) as the record it points to, so a change set rolled
-back leaves no link behind. The columns beside a record's document (``tenant_id``, ``at``,
+updated in the same change set as the record it points to, so a change set rolled back leaves no
+link behind. The columns beside a record's document (``tenant_id``, ``at``,
 ``action``, ``event_id``) are what queries filter on: verification checks them against the
 document, so an edited column is found as well as an edited document.
 """

@@ -37,7 +37,7 @@ from episodic.adapters.sqlite.group_commit import GroupCommit
 from episodic.adapters.sqlite.upgrade import upgrade
 from episodic.domain.errors import StorageError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,15 +73,13 @@ CREATE TABLE IF NOT EXISTS episode_tags (
     tenant_id TEXT NOT NULL, tag TEXT NOT NULL, episode_rowid INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, tag, episode_rowid)
 ) WITHOUT ROWID;
--- A tenant's scope generation moves whenever anything a scope filters on changes (triggers, so no
--- write path can forget it): a cached scope (scope_cache.py) is valid while its generation is.
+-- A tenant's scope generation moves whenever anything a scope filters on changes: a cached scope
+-- (scope_cache.py) is valid while its generation is. Triggers move it on every update and delete,
+-- so no such path can forget it; the one insert path (writes.insert_episode) moves it itself, as a
+-- trigger on an insert made SQLite journal every page the insert touched (see writes.py).
 CREATE TABLE IF NOT EXISTS scope_generations (
     tenant_id TEXT PRIMARY KEY, generation INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS scope_on_insert AFTER INSERT ON episodes BEGIN
-    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
-        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
-END;
 CREATE TRIGGER IF NOT EXISTS scope_on_delete AFTER DELETE ON episodes BEGIN
     INSERT INTO scope_generations VALUES (OLD.tenant_id, 1)
         ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
@@ -90,10 +88,6 @@ CREATE TRIGGER IF NOT EXISTS scope_on_update AFTER UPDATE OF
     tenant_id, actor_id, project_id, event_type, status, privacy_class, occurred_at, expires_at ON episodes BEGIN
     INSERT INTO scope_generations VALUES (OLD.tenant_id, 1)
         ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
-    INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
-        ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS scope_on_tag_insert AFTER INSERT ON episode_tags BEGIN
     INSERT INTO scope_generations VALUES (NEW.tenant_id, 1)
         ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1;
 END;

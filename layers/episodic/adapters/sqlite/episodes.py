@@ -3,9 +3,9 @@ part of :class:`~episodic.adapters.sqlite.store.SqliteStore`.
 
 Why a change set is all or nothing: :meth:`Episodes.apply_many` runs each set's statements
 (:func:`~episodic.adapters.sqlite.writes.write_changes`: the idempotency key, the episodes, their
-status and stats changes, deletions, reviews and audit records of one use case) inside one
-savepoint of a group commit (:mod:`.group_commit`), so they are committed (and fsynced) together
-or not at all -- an acknowledged write always has its audit record and its idempotency key, and
+status and stats changes, deletions, reviews and audit records of one use case) as one unit
+of a group commit (:mod:`.group_commit`), so they are committed (and fsynced) together or not at
+all -- an acknowledged write always has its audit record and its idempotency key, and
 a failed condition leaves nothing behind.
 
 Reads name their tenant; reads over a scope go through :func:`.scope.scope_sql`; lists of ids
@@ -60,7 +60,7 @@ class Episodes:
         is ``durable``)."""
         durable = any(c.durable for c in change_sets)
         erased: list[list[int]] = [[] for _ in change_sets]
-        writes = [partial(write_changes, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
+        writes = [partial(_write, changes=c, erased=e) for c, e in zip(change_sets, erased, strict=True)]
         errors = self.db.group.run(writes, durable=durable)
         if any(c.delete for c in change_sets):
             forget_parsed()  # no parsed copy of a deleted episode outlives it here, nor its vector:
@@ -83,12 +83,13 @@ class Episodes:
         return [e if isinstance(e, ConflictError) else None for e in errors]
 
     def record_recall(self, audit: AuditRecord, event_ids: Sequence[str], at: datetime) -> bool:
-        """Both in one group commit, each in its own savepoint: the count runs only after the record
-        was written, and its failure leaves the record."""
+        """Both in one group commit, as two change sets: the count runs only after the record was
+        written, and its failure leaves the record."""
         audited: list[bool] = []
         record = Changes(tenant_id=audit.tenant_id, audit=[audit], durable=False)
 
         def append(conn: Any) -> None:
+            audited.clear()  # a run the group rolled back does not count
             write_changes(conn, record, [])
             audited.append(True)
 
@@ -202,3 +203,10 @@ def _page_sql(query: TimelineQuery, tag: str, limit: int, with_cursor: bool) -> 
         f"WHERE {where} ORDER BY e.occurred_at {order}, e.event_id {order} LIMIT ?"
     )
     return sql, [*params, limit]
+
+
+def _write(conn: Any, changes: Changes, erased: list[int]) -> None:
+    """``changes``' statements, with ``erased`` holding the rowids of this run's deletions only (the
+    group commit may roll a run back and run the set again)."""
+    erased.clear()
+    write_changes(conn, changes, erased)

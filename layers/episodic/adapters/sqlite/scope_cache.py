@@ -2,8 +2,9 @@
 
 Why: admitting a scope is SQL over a covering index, linear in the rows it admits -- for a
 scope of a hundred thousand episodes, more than the vector search that follows. A tenant's scope
-generation (``scope_generations``, moved by triggers on every change to a column a scope filters
-on, whichever process or code path makes it) says when a kept answer is stale; each recall
+generation (``scope_generations``, moved on every change to a column a scope filters on, whichever
+process makes it: by the insert itself, by triggers on updates and deletes) says when a kept
+answer is stale; each recall
 reads it first, in its own statement, and a kept answer is used only under the same generation.
 Reading the generation *before* the scope means an answer is never older than its label.
 

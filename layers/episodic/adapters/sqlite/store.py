@@ -19,8 +19,8 @@ part per port group, each in its own module, all over the one :class:`~.database
 
 Tenant-facing reads of episodes filter through the one WHERE clause of :mod:`.scope`.
 
-Why it is durable: every change set is one ``BEGIN IMMEDIATE`` transaction (or a savepoint of a
-group commit) with ``synchronous=FULL``, so a write acknowledged to a caller has reached the WAL
+Why it is durable: every change set is part of one ``BEGIN IMMEDIATE`` transaction (a group
+commit's) with ``synchronous=FULL``, so a write acknowledged to a caller has reached the WAL
 on disk; a crash mid-write rolls the open transaction back and loses nothing acknowledged.
 The recall index (indexed texts, tags, vectors) is written in the same transaction as the
 episode, so it can never drift from the timeline.

@@ -17,6 +17,10 @@ instead of rewriting each recalled episode's document (:func:`.writes.count_acce
 adds them and copies each document's counts into them once; the documents keep their old counts,
 which reads no longer use (:func:`.reads.stored`).
 
+Schema 6 drops the triggers that moved a tenant's scope generation on every insert into
+``episodes`` and ``episode_tags``: the insert moves it itself (:data:`.writes.SCOPE_MOVED`), which
+spares SQLite a journal of every page the insert changes. Nothing else changes in the file.
+
 Schema 3 links every audit record into its tenant's hash chain (:mod:`.audit_chain`). Records
 written before it are linked once, in the order they were appended, when the data dir is
 upgraded: the chain then proves nothing was changed *after* the upgrade. The append-only
@@ -54,6 +58,11 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
     if _version(conn) < 5 <= version:
         with _step(conn):
             _set_version(conn, 5)
+    if _version(conn) < 6 <= version:
+        with _step(conn):
+            conn.execute("DROP TRIGGER IF EXISTS scope_on_insert")
+            conn.execute("DROP TRIGGER IF EXISTS scope_on_tag_insert")
+            _set_version(conn, 6)
 
 
 @contextmanager

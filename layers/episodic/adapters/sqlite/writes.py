@@ -1,6 +1,6 @@
 """The statements of one change set on SQLite, each run inside the caller's transaction
-(:meth:`~episodic.adapters.sqlite.episodes.Episodes.apply_many` gives each set a savepoint of a
-group commit).
+(:meth:`~episodic.adapters.sqlite.episodes.Episodes.apply_many` runs each set as one unit of a group
+commit).
 
 Why the recall index cannot drift: an episode's indexed text, tags, source references and vector
 are written and deleted in the same transaction as the episode row itself.
@@ -38,8 +38,19 @@ NEXT_ROWID = (
 """The rowid a new episode gets: above every rowid the table holds or ever held."""
 
 
+SCOPE_MOVED = (
+    "INSERT INTO scope_generations VALUES (?, 1) ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1"
+)
+"""Moves a tenant's scope generation (:mod:`.scope_cache`): what its scopes admit has changed.
+
+An insert moves it with this statement of its own rather than a trigger: a statement that fires a
+trigger could fail after it changed its rows, so SQLite keeps a journal of every page it changes to
+undo it alone -- the episode row's pages and each of its indexes', for every episode and tag."""
+
+
 def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | None, embedder: str | None) -> None:
-    """The episode row with its vector, plus its tags, source references and indexed text."""
+    """The episode row with its vector, plus its tags, source references and indexed text; its
+    tenant's scope generation moved."""
     expires = episode.retention.expires_at
     cur = conn.execute(
         "INSERT INTO episodes (rowid, tenant_id, event_id, actor_id, project_id, event_type, status, privacy_class, "
@@ -72,6 +83,7 @@ def insert_episode(conn: sqlite3.Connection, episode: Episode, vector: Vector | 
         [(episode.tenant_id, ref, rowid) for ref in episode.source_refs],
     )
     conn.execute("INSERT INTO episode_texts (rowid, text) VALUES (?, ?)", (rowid, indexed(episode.search_text())))
+    conn.execute(SCOPE_MOVED, (episode.tenant_id,))
 
 
 def delete_episode(conn: sqlite3.Connection, tenant: str, event_id: str) -> int | None:
