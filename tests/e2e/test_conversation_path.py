@@ -178,3 +178,65 @@ def test_given_turns_at_the_calendars_ends_when_a_session_is_closed_then_it_answ
         response = api.post(f"/v1/sessions/edge-{at[:4]}/turns", {"turns": turns, "endSession": True})
         assert response.status_code == 200, response.text
         assert response.json()["turns"][0]["decision"] in {"allow", "review", "deny"}
+
+
+def test_given_another_speakers_private_turn_when_the_session_closes_then_the_handoff_leaves_it_out(
+    api: Api,
+) -> None:
+    """The handoff is sam's (the first user), and sam's credential may read it: it repeats sam's
+    turns and bob's internal ones, never bob's private one."""
+    turns = [
+        turn(1, "sam", "I booked the Lisbon flights for the 14th of March, window seats."),
+        turn(2, "bob", "My new apartment is at 44 Rua Augusta and the door code is 7731.", privacyClass="private"),
+        turn(3, "bob", "I will bring the hiking maps of Sintra for the trip."),
+    ]
+    body = api.post("/v1/sessions/mix/turns", {"turns": turns, "endSession": True}).json()
+    assert [t["decision"] for t in body["turns"]] == ["allow", "allow", "allow"], body
+    handoff = body["handoff"]
+    assert handoff["decision"] == "allow" and sorted(handoff["citedTurnIds"]) == ["s1-t1", "s1-t3"]
+    digest = api.get(f"/v1/episodes/{handoff['eventId']}", as_="sam")
+    assert digest.status_code == 200 and digest.json()["actorId"] == "sam"
+    assert "Rua Augusta" not in digest.json()["summary"] and "7731" not in digest.json()["summary"]
+    timeline = api.get("/v1/timeline", params={"actorId": "sam"}, as_="sam").json()["items"]
+    recalled = api.post("/v1/recall", {"query": "apartment door code Rua Augusta", "actorId": "sam"}, as_="sam")
+    seen = [*timeline, *(item["episode"] for item in recalled.json()["items"])]
+    assert seen and not any("Rua Augusta" in episode["summary"] for episode in seen)
+
+
+def test_given_two_actors_closing_one_session_with_the_same_turn_id_then_each_gets_a_handoff(api: Api) -> None:
+    """A handoff's idempotency key names its actor: another actor's close of the same session and
+    turn id is no replay of it, and no conflict either; a retried close replays, before and after."""
+    first = {"turns": [turn(1, "sam", "I booked the Lisbon flights for the 14th of March, window seats.")]}
+    second = {"turns": [turn(1, "bob", "I will bring the hiking maps of Sintra for the trip.")]}
+    key = {"Idempotency-Key": "close-sam-1"}
+    sam = api.post("/v1/sessions/shared/turns", {**first, "endSession": True}, headers=key)
+    retried = api.post("/v1/sessions/shared/turns", {**first, "endSession": True}, headers=key)
+    bob = api.post("/v1/sessions/shared/turns", {**second, "endSession": True})
+    late = api.post("/v1/sessions/shared/turns", {**first, "endSession": True}, headers=key)
+
+    assert [r.status_code for r in (sam, retried, bob, late)] == [200, 200, 200, 200], bob.text
+    handoffs = [r.json()["handoff"] for r in (sam, retried, bob, late)]
+    assert [h["decision"] for h in handoffs] == ["allow"] * 4
+    assert handoffs[0]["eventId"] == handoffs[1]["eventId"] == handoffs[3]["eventId"] != handoffs[2]["eventId"]
+    assert "Sintra" in handoffs[2]["summary"] and "Lisbon" not in handoffs[2]["summary"]
+
+
+def test_given_a_handoff_key_taken_before_when_the_session_closes_then_its_turns_are_kept_and_it_says_why(
+    api: Api,
+) -> None:
+    """The turns are stored before the handoff is written: a handoff that cannot be written answers
+    with its reason in a 200, never a 409 after the turns went in."""
+    squatted = api.post(
+        "/v1/episodes",
+        {"eventType": "user_preference_stated", "actorId": "sam", "occurredAt": START.isoformat(),
+         "summary": "Sam prefers window seats.", "sourceRefs": ["chat:1"], "sourceTrust": "user_provided"},
+        headers={"Idempotency-Key": "handoff:taken:sam:s1-t1"},
+    )  # fmt: skip
+    assert squatted.status_code == 201
+    closing = {"turns": [turn(1, "sam", "I booked the Lisbon flights for the 14th of March.")], "endSession": True}
+    response = api.post("/v1/sessions/taken/turns", closing)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["handoff"] == {**body["handoff"], "decision": "deny", "reasons": ["handoff_conflict"]}
+    assert body["turns"][0]["decision"] == "allow"
+    assert api.get(f"/v1/episodes/{body['turns'][0]['eventId']}").status_code == 200

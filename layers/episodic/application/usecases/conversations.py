@@ -16,8 +16,9 @@ from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.replies import shifted
 from episodic.application.usecases.summarisation import Summarisation
 from episodic.application.usecases.writes import Writes
+from episodic.domain.access import ACTOR_SCOPED_PRIVACY
 from episodic.domain.digests.rules import digestible
-from episodic.domain.errors import ActorNotCoveredError
+from episodic.domain.errors import ActorNotCoveredError, IdempotencyConflictError
 from episodic.domain.model import (
     Caller,
     Decision,
@@ -87,16 +88,21 @@ class Conversations:
         )
 
     def _handoff(self, caller: Caller, session_id: str, request: TurnsRequest) -> SessionHandoff:
-        sources = self._session_turns(caller, session_id, request)
+        """The session's handoff summary, stored under its first user's actor id (else its first
+        speaker's): of that actor's kept turns and of the others' that every reader of the tenant
+        may read. Another speaker's private turn stays out: the summary is read by whoever may
+        read that actor's private episodes, who may not read the other speaker's."""
+        users = [t.speaker for t in request.turns if t.role == "user"]
+        actor = users[0] if users else request.turns[0].speaker
+        sources = [
+            turn
+            for turn in self._session_turns(caller, session_id, request)
+            if turn.actor_id == actor or turn.privacy_class not in ACTOR_SCOPED_PRIVACY
+        ]
         if not sources:
             return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
-        users = [t.speaker for t in request.turns if t.role == "user"]
         proposal = self.summarisation.summary_proposal(
-            users[0] if users else request.turns[0].speaker,
-            sources,
-            "handoff",
-            session_id=session_id,
-            project_id=request.project_id,
+            actor, sources, "handoff", session_id=session_id, project_id=request.project_id
         )
         if proposal is None:
             return SessionHandoff(decision=Decision.DENY, reasons=["nothing_to_hand_off"])
@@ -106,8 +112,12 @@ class Conversations:
             principal_id=SystemActor.SESSION_HANDOFF,
             provenance=ProposedBy.WORKFLOW,
         )
-        key = f"handoff:{session_id}:{request.turns[-1].turn_id}"  # a retried close is a replay
-        result = self.writes.remember(system, proposal, idempotency_key=key)
+        key = f"handoff:{session_id}:{actor}:{request.turns[-1].turn_id}"  # a retried close is a replay
+        try:
+            result = self.writes.remember(system, proposal, idempotency_key=key)
+        except IdempotencyConflictError:
+            # The turns are stored by now: the request answers for them, and says why no handoff.
+            return SessionHandoff(decision=Decision.DENY, reasons=["handoff_conflict"])
         return SessionHandoff(
             decision=result.decision,
             reasons=result.reasons,
