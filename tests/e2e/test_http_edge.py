@@ -157,10 +157,40 @@ def test_given_an_empty_json_body_when_posted_then_422(address):
         (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
         (b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"b" * 70_000 + b"\r\n\r\n", 431),
         (b"GET /v1/health HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(120)) + b"\r\n", 431),
+        (b"GET /v1/health\r\n\r\n", 400),  # HTTP/0.9: no status line to answer with
+        (b"GET /v1/health HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n", 400),
+        (b"POST /v1/recall HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}", 400),
     ],
 )
 def test_given_a_malformed_request_when_sent_then_a_json_4xx_and_the_connection_closes(address, raw, status):
     assert json_error(exchange(address, raw), status)
+
+
+def test_given_a_malformed_header_line_before_the_narrowing_header_then_400_not_a_tenant_wide_answer(address):
+    """The parser would take a line with no colon, and every line after it, for the body: the
+    request would run without the headers that followed, ``X-Episodic-Actor`` among them."""
+    raw = (
+        f"GET /v1/whoami HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {AGENT_TOKEN}\r\nBadHeaderLine\r\n"
+        "X-Episodic-Actor: sam\r\nConnection: close\r\n\r\n"
+    ).encode()
+    assert json_error(exchange(address, raw), 400)["error"] == "bad_request"
+    whoami = request("GET", "/v1/whoami", X_Episodic_Actor="sam")
+    assert json.loads(status_and_body(exchange(address, whoami))[2])["actors"] == ["sam"]  # well formed, narrowed
+
+
+def test_given_a_body_that_is_not_utf8_when_posted_then_400_and_nothing_is_stored(address):
+    body = b'{"eventType": "user_preference_stated", "actorId": "sam", "summary": "prefers tea \xff\xfe", ' + (
+        b'"occurredAt": "2026-12-06T10:00:00Z", "sourceRefs": ["chat:1"], "sourceTrust": "user_provided"}'
+    )
+    raw = exchange(address, request("POST", "/v1/episodes", body, Content_Type="application/json"))
+    assert "UTF-8" in json_error(raw, 400)["message"]
+    timeline = exchange(address, request("GET", "/v1/timeline"))
+    assert json.loads(status_and_body(timeline)[2])["items"] == []
+
+
+def test_given_a_path_only_its_routes_pattern_refuses_when_sent_then_404_not_405(address):
+    raw = exchange(address, request("GET", "/v1/episodes/\u00e9").decode().encode("utf-8"))
+    assert json_error(raw, 404)["error"] == "not_found"
 
 
 def test_given_a_request_log_when_an_unreadable_request_comes_then_it_is_answered_and_logged(tmp_path):

@@ -45,7 +45,7 @@ from episodic.application.ports import Scope
 from episodic.bootstrap.aws import build_aws_service
 from episodic.bootstrap.aws import stream_processor as build_stream_processor
 from episodic.domain.errors import StorageError
-from episodic.entrypoints.server.http import LocalLambdaContext
+from episodic.entrypoints.server.proxy_event import LocalLambdaContext
 from functions import api, stream
 from tests.support.factories import at
 

@@ -18,7 +18,7 @@ import pytest
 from episodic.application.usecases.ingestion import EventIngestor, IngestMapping, load_mapping
 from episodic.domain.errors import StorageError
 from episodic.domain.model import Caller, Decision, Role, SourceTrust, Status, TimelineRequest
-from episodic.entrypoints.server.http import LocalLambdaContext
+from episodic.entrypoints.server.proxy_event import LocalLambdaContext
 from functions import events
 
 SAMPLES = Path(__file__).parents[2] / "events" / "ingest"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from episodic.entrypoints.server.http import LocalLambdaContext
+from episodic.entrypoints.server.proxy_event import LocalLambdaContext
 from functions import api
 
 EVENTS = Path(__file__).parents[2] / "events" / "api"

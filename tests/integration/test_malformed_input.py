@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from episodic.entrypoints.server.http import LocalLambdaContext, build_event
+from episodic.entrypoints.server.proxy_event import LocalLambdaContext, build_event
 from functions import api
 
 AGENT = {"principalId": "agent:acme", "tenantId": "acme", "role": "agent"}

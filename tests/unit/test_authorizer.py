@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from episodic.domain.model import Caller, Id, Role
 from episodic.domain.model.messages import MAX_BOUND_ACTORS
-from episodic.entrypoints.server.http import LocalLambdaContext
+from episodic.entrypoints.server.proxy_event import LocalLambdaContext
 from functions import authorizer
 from functions.authorizer import TokenRules, UnauthorizedError, Verifier
 

@@ -26,18 +26,22 @@ import json
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.errors import InvalidHeaderDefect, MissingHeaderBodySeparatorDefect
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from episodic.entrypoints.server.edge import Limits, Watchdog, json_error
+from episodic.entrypoints.server.proxy_event import LocalLambdaContext, build_event
 from episodic.entrypoints.server.tokens import TokenBook
 from episodic.logs import service_logger
+
+_MALFORMED_HEADER = (MissingHeaderBodySeparatorDefect, InvalidHeaderDefect)
+"""What the header parser finds in a header line that is no header (other defects it reports are
+about the media type, such as a multipart type without a boundary: the API's 415 says those)."""
 
 PUBLIC_PATHS = ("/v1/health", "/v1/swagger", "/console")
 MAX_BODY_BYTES = 1_048_576
@@ -48,56 +52,6 @@ logger = service_logger("episodic-server")
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MethodsFor = Callable[[str], list[str]]
 """The methods the API serves a path with (``[]``: no route)."""
-
-
-@dataclass
-class LocalLambdaContext:
-    """What the Lambda runtime would pass as ``context``, filled in for local calls."""
-
-    aws_request_id: str
-    function_name: str = "episodic-api-local"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:episodic-api-local"
-    memory_limit_in_mb: int = 1024
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
-
-
-def build_event(
-    method: str,
-    raw_path: str,
-    headers: dict[str, str],
-    body: str | None,
-    authorizer: dict[str, str] | None,
-    source_ip: str = "127.0.0.1",
-) -> dict[str, Any]:
-    """An API Gateway REST (v1) proxy event for one local request."""
-    parts = urlsplit(raw_path)
-    multi_query = parse_qs(parts.query, keep_blank_values=True)
-    request_id = str(uuid.uuid4())
-    return {
-        "resource": parts.path,
-        "path": parts.path,
-        "httpMethod": method,
-        "headers": dict(headers),
-        "multiValueHeaders": {k: [v] for k, v in headers.items()},
-        "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
-        "multiValueQueryStringParameters": multi_query or None,
-        "pathParameters": None,
-        "stageVariables": None,
-        "requestContext": {
-            "requestId": request_id,
-            "stage": "local",
-            "httpMethod": method,
-            "path": parts.path,
-            "resourcePath": parts.path,
-            "identity": {"sourceIp": source_ip},
-            "authorizer": authorizer,
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -197,16 +151,32 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _refused_framing(self) -> bool:
+        """Refuse (400, connection closed) what cannot be read as one HTTP/1.x request: no version
+        on the request line (HTTP/0.9, which has no status line to answer with), or a header line
+        that is no header -- the parser would take it and every line after it for the body, and
+        the request would go on without them (a narrowing ``X-Episodic-Actor`` among them)."""
+        if self.request_version == "HTTP/0.9":
+            self.send_error(400, "the request line must end with an HTTP version (HTTP/1.0 or HTTP/1.1)")
+            return True
+        if self.headers.get_payload() or any(isinstance(d, _MALFORMED_HEADER) for d in self.headers.defects):
+            self.send_error(400, "a header line is malformed (every header line is 'Name: value')")
+            return True
+        return False
+
     def _body_length(self) -> int | None:
         """The declared body length, or None once a body that cannot be read has been refused."""
-        declared = (self.headers.get("Content-Length") or "0").strip()
-        if not declared.isdigit() or self.headers.get("Transfer-Encoding"):
+        if self._refused_framing():
+            return None
+        lengths = self.headers.get_all("Content-Length") or ["0"]
+        declared = lengths[0].strip()
+        if len(lengths) > 1 or not declared.isdigit() or self.headers.get("Transfer-Encoding"):
             # Unreadable framing: the body's end is unknown, so the connection cannot be reused.
             self.close_connection = True
             self._error(
                 400,
                 "bad_request",
-                "Content-Length must be a non-negative integer (chunked bodies are not accepted)",
+                "Content-Length must be one non-negative integer (chunked bodies are not accepted)",
                 {"Connection": "close"},
             )
             return None
@@ -244,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _not_allowed(self) -> None:
         self._started = time.perf_counter()
         allowed = self._allowed()
-        if not allowed:
+        if not allowed or self.command in allowed:  # a path only its route's pattern could tell apart
             self._error(
                 404, "not_found", f"no route {self.command} {urlsplit(self.path).path}", {"Connection": "close"}
             )
@@ -264,13 +234,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(204, "", {"Allow": ", ".join(allowed)})
 
-    def _read_body(self, length: int) -> str | None:
+    def _read_body(self, length: int) -> bytes:
         """The body, within :data:`BODY_SECONDS` (the watchdog closes a connection that stalls)."""
         if not length:
-            return None
+            return b""
         self.server.watchdog.arm(self.connection, self.server.limits.body_seconds)
         try:
-            return self.rfile.read(length).decode("utf-8", errors="replace")
+            return self.rfile.read(length)
         finally:
             self.server.watchdog.disarm(self.connection)
 
@@ -280,7 +250,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = self._body_length()
         if length is None:
             return
-        body = self._read_body(length)
+        try:
+            body = self._read_body(length).decode("utf-8") or None
+        except UnicodeDecodeError:  # JSON is UTF-8: a body that is not cannot be read as the client meant
+            self._error(400, "bad_request", "the request body is not UTF-8")
+            return
         head = self.command == "HEAD"
         method = "GET" if head else self.command
         authorizer = None
