@@ -16,7 +16,7 @@ from episodic.application.usecases.deps import Deps
 from episodic.application.usecases.idempotency import Idempotency, ItemKey
 from episodic.application.usecases.reads import scope_for
 from episodic.application.usecases.replies import REPLY_WINDOW, SESSION_TURNS, shifted
-from episodic.domain.access import require_changeable, require_covered
+from episodic.domain.access import may_read, require_changeable, require_covered
 from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError, WritesDisabledError
 from episodic.domain.forgetting.retention import retention_score
 from episodic.domain.model import (
@@ -82,10 +82,11 @@ class Writes:
         return self.remember(caller, proposal, idempotency_key)
 
     def stage_supersede(self, caller: Caller, episode: Episode, changes: Changes, now: datetime) -> None:
-        """Mark what ``episode`` supersedes ``superseded``, audited, in the same ``changes``."""
+        """Mark what ``episode`` supersedes ``superseded``, audited, in the same ``changes``. An
+        episode the caller may not read is as unknown as one that does not exist (422 either way)."""
         if not episode.supersedes_event_ids:
             return
-        found = self.deps.episodes.get_many(caller.tenant_id, episode.supersedes_event_ids)
+        found = self._readable(caller, episode.supersedes_event_ids)
         missing = [i for i in episode.supersedes_event_ids if i not in found]
         if missing:
             raise InvalidRequestError("supersedesEventIds names unknown episodes", eventIds=missing)
@@ -161,10 +162,9 @@ class Writes:
         if proposal.actor_id is None and caller.actors and len(caller.actors) == 1:
             proposal = proposal.model_copy(update={"actor_id": caller.actors[0]})
         require_covered(caller, [proposal.actor_id], "write an episode")
-        if proposal.supersedes_event_ids:
-            found = self.deps.episodes.get_many(caller.tenant_id, proposal.supersedes_event_ids)
-            for old in found.values():
-                require_changeable(caller, old, "supersede an episode")
+        if proposal.supersedes_event_ids:  # what it may not read is left to be refused as unknown
+            for old in self._readable(caller, proposal.supersedes_event_ids).values():
+                require_covered(caller, [old.actor_id], "supersede an episode")
         return proposal
 
     def _write(
@@ -252,7 +252,13 @@ class Writes:
         """The stored episodes a proposal would supersede (the policy judges whether it may)."""
         if not proposal.supersedes_event_ids:
             return []
-        return list(self.deps.episodes.get_many(caller.tenant_id, proposal.supersedes_event_ids).values())
+        return list(self._readable(caller, proposal.supersedes_event_ids).values())
+
+    def _readable(self, caller: Caller, event_ids: Sequence[str]) -> dict[str, Episode]:
+        """Those of ``event_ids`` that exist for ``caller`` (:func:`~episodic.domain.access.may_read`):
+        naming one it may not read must answer as naming one that does not exist."""
+        found = self.deps.episodes.get_many(caller.tenant_id, event_ids)
+        return {event_id: episode for event_id, episode in found.items() if may_read(caller, episode)}
 
     def _after_conflict(
         self, caller: Caller, conflict: ConflictError, result: RememberResult, key: ItemKey | None, single: bool
