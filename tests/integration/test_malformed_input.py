@@ -84,6 +84,11 @@ MALFORMED = [
     ),
     pytest.param("GET", "/v1/timeline?" + "&".join(f"tag=t{i}" for i in range(1000)), None, AGENT, id="1000-tags"),
     pytest.param("GET", "/v1/timeline?" + "eventType=error&" * 1000, None, AGENT, id="1000-event-types"),
+    pytest.param("GET", "/v1/timeline?actorId=" + "a" * 5001, None, AGENT, id="timeline-long-actor"),
+    pytest.param("GET", "/v1/timeline?actorId=sam%00", None, AGENT, id="timeline-nul-actor"),
+    pytest.param("GET", "/v1/timeline?projectId=-lead", None, AGENT, id="timeline-bad-project"),
+    pytest.param("GET", "/v1/timeline?tag=%ff", None, AGENT, id="timeline-bad-tag"),
+    pytest.param("GET", "/v1/audit?eventId=" + "e" * 5001, None, OPERATOR, id="audit-long-event-id"),
 ]
 
 

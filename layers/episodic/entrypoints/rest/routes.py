@@ -23,6 +23,7 @@ from episodic.domain.model import (
     ErasureResult,
     EventType,
     Health,
+    Id,
     OperatorOverview,
     RecallRequest,
     RecallResponse,
@@ -30,6 +31,7 @@ from episodic.domain.model import (
     ReviewStatus,
     ReviewView,
     Status,
+    Tag,
     TimelinePage,
     TimelineRequest,
     UtcDatetime,
@@ -113,10 +115,10 @@ MAX_LIST_FILTER = 16
     summary="The timeline ordered by occurredAt, filtered, with cursor paging",
 )
 def get_timeline(
-    actor_id: Annotated[str | None, Query(alias="actorId")] = None,
-    project_id: Annotated[str | None, Query(alias="projectId")] = None,
+    actor_id: Annotated[Id | None, Query(alias="actorId")] = None,
+    project_id: Annotated[Id | None, Query(alias="projectId")] = None,
     event_type: Annotated[list[EventType] | None, Query(alias="eventType", max_length=MAX_LIST_FILTER)] = None,
-    tag: Annotated[list[str] | None, Query(max_length=MAX_LIST_FILTER)] = None,
+    tag: Annotated[list[Tag] | None, Query(max_length=MAX_LIST_FILTER)] = None,
     after: Annotated[UtcDatetime | None, Query(description="occurredAt >= after (timezone required)")] = None,
     before: Annotated[UtcDatetime | None, Query(description="occurredAt < before (timezone required)")] = None,
     status: Annotated[list[Status] | None, Query(max_length=len(Status))] = None,
@@ -259,7 +261,7 @@ class AuditPage(CamelModel):
 
 @app.get("/v1/audit", responses=errors(401, 403, 422), summary="The append-only audit trail (operator)")
 def get_audit(
-    event_id: Annotated[str | None, Query(alias="eventId")] = None,
+    event_id: Annotated[str | None, Query(alias="eventId", max_length=128)] = None,
     action: Annotated[AuditAction | None, Query()] = None,
     since: Annotated[UtcDatetime | None, Query(description="Only records at or after this time")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
