@@ -731,6 +731,15 @@ def test_given_writes_disabled_when_a_write_is_attempted_then_nothing_is_stored_
     assert api.post("/v1/episodes", allowed_proposal(), as_="globex").status_code == 201
 
 
+@pytest.mark.parametrize("ambiguous", ["no", "off", 0, "false", None])
+def test_given_a_kill_switch_value_that_is_no_boolean_when_put_then_422_and_writes_stay_as_they_were(
+    api: Api, ambiguous: object
+) -> None:
+    refused = api.put("/v1/admin/writes", {"enabled": ambiguous}, as_="operator")
+    assert refused.status_code == 422, refused.text
+    assert api.get("/v1/admin/writes").json()["writesEnabled"] is True
+
+
 def test_given_writes_disabled_when_the_operator_re_enables_then_writes_succeed_again(api: Api) -> None:
     disable_writes(api)
 

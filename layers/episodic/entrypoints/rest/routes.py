@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from episodic.domain.model import (
     AuditAction,
@@ -296,7 +296,7 @@ def get_audit_verification() -> LastVerification:
 
 
 class WritesRequest(CamelModel):
-    enabled: bool
+    enabled: StrictBool = Field(description="true or false: a kill-switch reads no 'no', 0 or 'off' as either")
     reason: Annotated[str, Field(max_length=500)] | None = None
 
 
