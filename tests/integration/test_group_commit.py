@@ -206,3 +206,31 @@ def test_given_a_set_that_fails_part_way_when_applied_then_the_group_is_applied_
     assert audit_ids == ["A-E1", "A-E2", "A-E3"]
     assert store.episodes.count("acme") == 3
     store.close()
+
+
+def test_given_a_work_that_raises_after_writing_when_grouped_then_only_its_rows_are_gone_and_it_keeps_its_error(
+    tmp_path,
+):
+    """Straight on the group commit: the failing work's error is its own, the others' rows are
+    there once, and a work the group ran again (after rolling the first attempt back) counts once."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    with store.database.transaction() as conn:
+        conn.execute("CREATE TABLE scratch (n INTEGER NOT NULL)")
+    runs: list[int] = []
+
+    def put(n: int, fail: bool = False):
+        def work(conn):
+            runs.append(n)
+            conn.execute("INSERT INTO scratch (n) VALUES (?)", (n,))
+            if fail:
+                raise RuntimeError(f"work {n} failed after writing")
+
+        return work
+
+    errors = store.database.group.run([put(1), put(2, fail=True), put(3)])
+
+    assert errors[0] is None and errors[2] is None and isinstance(errors[1], RuntimeError)
+    assert runs == [1, 2, 1, 2, 3]  # the first attempt stopped at 2 and was rolled back whole
+    with store.database.reading() as conn:
+        assert [row[0] for row in conn.execute("SELECT n FROM scratch ORDER BY n")] == [1, 3]
+    store.close()

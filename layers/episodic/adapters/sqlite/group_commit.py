@@ -125,7 +125,8 @@ def _attempt(conn: sqlite3.Connection, batch: list[_Ticket], *, careful: bool) -
                 try:
                     ticket.work(conn)
                 except Exception:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:  # some failures (a full disk) end the transaction themselves
+                        conn.execute("ROLLBACK")
                     return False
                 continue
             conn.execute("SAVEPOINT change_set")
