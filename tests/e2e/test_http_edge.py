@@ -178,12 +178,12 @@ def test_given_a_malformed_header_line_before_the_narrowing_header_then_400_not_
     assert json.loads(status_and_body(exchange(address, whoami))[2])["actors"] == ["sam"]  # well formed, narrowed
 
 
-def test_given_a_body_that_is_not_utf8_when_posted_then_400_and_nothing_is_stored(address):
+def test_given_a_body_that_is_not_utf8_when_posted_then_422_and_nothing_is_stored(address):
     body = b'{"eventType": "user_preference_stated", "actorId": "sam", "summary": "prefers tea \xff\xfe", ' + (
         b'"occurredAt": "2026-12-06T10:00:00Z", "sourceRefs": ["chat:1"], "sourceTrust": "user_provided"}'
     )
     raw = exchange(address, request("POST", "/v1/episodes", body, Content_Type="application/json"))
-    assert "UTF-8" in json_error(raw, 400)["message"]
+    assert "UTF-8" in json_error(raw, 422)["message"]
     timeline = exchange(address, request("GET", "/v1/timeline"))
     assert json.loads(status_and_body(timeline)[2])["items"] == []
 

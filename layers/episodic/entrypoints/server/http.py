@@ -252,8 +252,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             body = self._read_body(length).decode("utf-8") or None
-        except UnicodeDecodeError:  # JSON is UTF-8: a body that is not cannot be read as the client meant
-            self._error(400, "bad_request", "the request body is not UTF-8")
+        except UnicodeDecodeError:  # JSON is UTF-8: a body that is not is no JSON (422, as any other)
+            self._error(422, "validation_error", "the request body is not UTF-8, so it is not JSON")
             return
         head = self.command == "HEAD"
         method = "GET" if head else self.command
