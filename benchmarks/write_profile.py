@@ -3,11 +3,11 @@
 ``remember_batch`` in batches of 100 on a fresh local service, with vectors handed out ready (the
 embedder given), each stage timed by the wall clock around its own calls: the write policy, building
 the episode, staging its change set (with the audit record and the result), each change set's
-statements in the store, and the store's transaction around them (savepoints, the commit and its
-fsync, what the store tells its indexes afterwards). What none of them holds is ``remember_batch``'s
-own work (checks, idempotency, the results). The timers are patched onto one service for the run
-and add ~0.25 us a call (measured); cProfile, which the policy's own profile uses, would
-inflate the Python stages against SQLite's.
+statements in the store, and the store's transaction around them (the commit and its fsync, the
+savepoints when a set failed, what the store tells its indexes afterwards). What none of them
+holds is ``remember_batch``'s own work (checks, idempotency, the results). The timers are patched
+onto one service for the run and add ~0.25 us a call (measured); cProfile, which the policy's own
+profile uses, would inflate the Python stages against SQLite's.
 
     .venv/bin/python benchmarks/write_profile.py --proposals 3000
 """
@@ -27,7 +27,7 @@ STAGES = (
     "building the episode",
     "its change set, audit record and result",
     "the store: each change set's statements",
-    "the store: the transaction around them (savepoints, commit, fsync)",
+    "the store: the transaction around them (its commit and fsync; savepoints only when a set fails)",
     "the rest of remember_batch",
 )
 """The stages :func:`path_profile` reports, in the order a proposal passes them."""
