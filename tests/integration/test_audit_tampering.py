@@ -14,6 +14,7 @@ from episodic.adapters.sqlite.store import SCHEMA_VERSION
 from episodic.application.settings import Settings
 from episodic.bootstrap.local import build_local_service
 from episodic.domain.chain import Head
+from episodic.domain.errors import StorageError
 from tests.support.factories import AGENT, proposal
 
 
@@ -135,6 +136,39 @@ def test_given_a_file_of_the_previous_schema_when_opened_then_its_records_are_ch
     with pytest.raises(sqlite3.IntegrityError, match="no"):  # the trigger is back as it was
         conn.execute("UPDATE audit SET action = 'x'")
     assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+
+
+def test_given_every_record_of_a_tenant_removed_when_the_whole_store_is_verified_then_that_tenant_is_found_cut(
+    data_dir, minilm, clock
+):
+    """Its head stays: the tenant is still among those a whole-store verification reads."""
+    edit(data_dir, lambda rows: ("DELETE FROM audit WHERE tenant_id = 'acme'", ()))
+    with build_local_service(data_dir, embedder=minilm, clock=clock) as service:
+        assert "acme" in service.deps.audit_log.audited_tenants()
+        found = service.proof.verify_tenant("acme")
+    assert not found.verified and found.first_break.kind == "truncated"
+
+
+def test_given_a_chained_file_edited_to_look_older_when_opened_then_it_is_refused_and_not_chained_again(
+    data_dir, minilm, clock
+):
+    """Re-linking a chained file would hide a record removed from it: saying schema 2 does not get
+    the chain rebuilt. The removal stays there to be found."""
+    edit(data_dir, lambda rows: ("DELETE FROM audit WHERE seq = ?", (rows[2][0],)))
+    conn = sqlite3.connect(data_dir.data_dir / "episodic.db")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+
+    with pytest.raises(StorageError, match="chained already"):
+        verify_file(data_dir, minilm, clock)
+    conn = sqlite3.connect(data_dir.data_dir / "episodic.db")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)  # left as it was
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+    conn.commit()
+    conn.close()
+    found = verify_file(data_dir, minilm, clock)
+    assert not found.verified and found.first_break.kind == "removed"
 
 
 # ------------------------------------------------------------------ DynamoDB, under moto

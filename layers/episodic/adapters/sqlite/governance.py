@@ -122,7 +122,10 @@ class Governance:
         return {} if head is None else {0: head}
 
     def audited_tenants(self) -> list[str]:
-        return [row[0] for row in self.db.query("SELECT DISTINCT tenant_id FROM audit ORDER BY tenant_id")]
+        """Every tenant with an audit record or a chain head: a tenant whose records were all
+        deleted still has its head, and is verified (and found truncated) with the others."""
+        rows = self.db.query("SELECT tenant_id FROM audit UNION SELECT tenant_id FROM audit_heads ORDER BY tenant_id")
+        return [row[0] for row in rows]
 
     def writes_enabled(self, tenant_id: str) -> bool:
         """A tenant never switched accepts writes."""

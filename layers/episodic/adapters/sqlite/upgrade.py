@@ -117,8 +117,18 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 
 def _chain_audit(conn: sqlite3.Connection, version: int) -> None:
-    """Schema 2 to 3: every audit record linked into its tenant's chain, in append order."""
+    """Schema 2 to 3: every audit record linked into its tenant's chain, in append order.
+
+    A file that says schema 2 but holds a chain already (a link in a record, or a chain's head) is
+    refused: no version before 3 wrote one, so it is a chained file edited to look older, and
+    linking its records again would hide whatever was removed or changed in it."""
     with _step(conn):
+        if _version(conn) < 3 and _chained(conn):
+            raise StorageError(
+                "this data dir says its audit log predates hash chains, but its records are chained "
+                "already: it was edited to look older (the audit log may have been tampered with). It "
+                "will not be chained again; verify a copy against a checkpoint, or restore a backup"
+            )
         if _version(conn) < 3:  # another process may have upgraded it meanwhile
             (trigger,) = conn.execute(
                 "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_no_update'"
@@ -131,6 +141,13 @@ def _chain_audit(conn: sqlite3.Connection, version: int) -> None:
             _set_version(conn, min(version, 3))
             if linked:
                 log.warning("linked %d audit records into their tenants' hash chains (once)", linked)
+
+
+def _chained(conn: sqlite3.Connection) -> bool:
+    """Whether any audit record carries a chain link, or any chain has a head."""
+    linked_record = conn.execute("SELECT 1 FROM audit WHERE json_extract(doc, '$.link') IS NOT NULL LIMIT 1")
+    head = conn.execute("SELECT 1 FROM audit_heads LIMIT 1")
+    return linked_record.fetchone() is not None or head.fetchone() is not None
 
 
 def _link_tenant(conn: sqlite3.Connection, tenant: str) -> int:

@@ -66,7 +66,8 @@ class AuditLog(Protocol):
         ...
 
     def audited_tenants(self) -> list[str]:
-        """Every tenant with at least one audit record (for a verification of the whole store)."""
+        """Every tenant with at least one audit record or a chain head (for a verification of the
+        whole store: a tenant whose records were all removed keeps its head)."""
         ...
 
 
