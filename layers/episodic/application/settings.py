@@ -55,7 +55,11 @@ class Settings(BaseModel):
     decay_threshold: float = Field(default=3.0, ge=0, le=10, description="Archive below this retention score")
     decay_idle_days: float = Field(default=30.0, gt=0, description="...and when not recalled for this long")
     summary_min_events: int = Field(default=5, ge=1, description="Summarise actors with more events than this")
-    summary_interval_seconds: float = Field(default=3600.0, gt=0)
+    summary_interval_seconds: float = Field(
+        default=86400.0,
+        gt=0,
+        description="Run the 24-hour summarisation this often (each run digests the trailing 24 hours)",
+    )
     forget_interval_seconds: float = Field(default=86400.0, gt=0)
     embedder: str = Field(
         default="minilm",
