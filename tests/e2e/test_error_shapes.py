@@ -65,3 +65,22 @@ def test_given_the_openapi_document_when_read_then_swagger_ui_can_authenticate_w
         "description": "A local token (`episodic tokens`) or, in AWS, a JWT",
     }
     assert doc["security"] == [{"bearer": []}]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/episodes/AKIAIOSFODNN7EXAMPLE"),
+        ("DELETE", "/v1/episodes/AKIAIOSFODNN7EXAMPLE"),
+        ("POST", "/v1/episodes/AKIAIOSFODNN7EXAMPLE/feedback"),
+    ],
+)
+def test_given_an_unknown_id_when_asked_for_then_404_says_so_without_repeating_it(
+    api: Api, method: str, path: str
+) -> None:
+    """An id is the caller's text, which may be anything (a pasted secret among it): the answer
+    says that no such episode exists, not which one was asked for."""
+    body = {"helpful": True} if path.endswith("feedback") else None
+    response = api.request(method, path, json=body)
+    assert response.status_code == 404, response.text
+    assert response.json()["error"] == "not_found" and "AKIA" not in response.text

@@ -59,7 +59,7 @@ def require_changeable(caller: Caller, episode: Episode, doing: str, *, pending:
         pending and episode.status is Status.PENDING_REVIEW and caller.covers(episode.actor_id)
     )
     if not readable:
-        raise NotFoundError(f"no episode {episode.event_id}")
+        raise NotFoundError("no such episode")
     require_covered(caller, [episode.actor_id], doing)
 
 

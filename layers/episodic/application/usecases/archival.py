@@ -111,7 +111,7 @@ class Archival:
         deps = self.deps
         record = deps.archive.get(caller.tenant_id, event_id)
         if record is None:
-            raise NotFoundError(f"no archived episode {event_id}")
+            raise NotFoundError("no such archived episode")
         episode = Episode.model_validate(record["episode"])
         retention = episode.retention
         if expires_at is not None:

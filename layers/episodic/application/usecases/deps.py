@@ -140,7 +140,7 @@ class Deps:
         (:func:`episodic.domain.access.may_read`); anything else is not found."""
         episode = self.episodes.get(caller.tenant_id, event_id)
         if episode is None or episode.is_expired(self.clock.now()) or not may_read(caller, episode):
-            raise NotFoundError(f"no episode {event_id}")
+            raise NotFoundError("no such episode")
         return episode
 
 

@@ -26,7 +26,7 @@ class Erasure:
         if episode is None:  # archived (expired or decayed): its retention travels with the record
             record = deps.archive.get(caller.tenant_id, event_id)
             if record is None:
-                raise NotFoundError(f"no episode {event_id}")
+                raise NotFoundError("no such episode")
             episode = Episode.model_validate(record["episode"])
         require_changeable(caller, episode, "erase an episode", pending=True)
         if not episode.retention.delete_on_request and not caller.is_operator:

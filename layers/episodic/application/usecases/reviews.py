@@ -31,7 +31,7 @@ class Reviews:
         require_operator(caller)
         review = self.deps.reviews.get_review(caller.tenant_id, review_id)
         if review is None:
-            raise NotFoundError(f"no review {review_id}")
+            raise NotFoundError("no such review")
         if review.status is not ReviewStatus.PENDING:
             raise ConflictError(f"review {review_id} is already {review.status.value}")
         outcome = ReviewStatus.APPROVED if approve else ReviewStatus.DENIED
