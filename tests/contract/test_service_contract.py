@@ -310,6 +310,21 @@ def test_given_an_idempotent_write_when_erased_then_replay_conflicts_and_no_text
         service.writes.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")
 
 
+def test_given_a_batch_written_with_a_key_when_one_item_is_erased_then_its_replay_conflicts_like_a_single_write(
+    service,
+):
+    """A replay would answer allow with the id of an episode that is gone (and, through the
+    conversation path, as "active"): it is a 409, as for a single write."""
+    items = [proposal(summary="User's cat is called Biscuit"), proposal(summary="User's dog is called Pepper")]
+    first = service.writes.remember_batch(AGENT, items, idempotency_key="pets")
+    assert [r.decision for r in service.writes.remember_batch(AGENT, items, idempotency_key="pets")] == [
+        r.decision for r in first
+    ]  # replayed while both are there
+    service.erasure.erase(AGENT, first[0].event_id)
+    with pytest.raises(ConflictError, match="erased"):
+        service.writes.remember_batch(AGENT, items, idempotency_key="pets")
+
+
 def test_given_private_episodes_when_an_agent_lists_the_tenant_timeline_then_only_actor_scoped_reads_show_them(
     service,
 ):
