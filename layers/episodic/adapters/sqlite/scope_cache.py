@@ -4,8 +4,8 @@ Why: admitting a scope is SQL over a covering index, linear in the rows it admit
 scope of a hundred thousand episodes, more than the vector search that follows. A tenant's scope
 generation (``scope_generations``, moved on every change to a column a scope filters on, whichever
 process makes it: by the insert itself, by triggers on updates and deletes) says when a kept
-answer is stale; each recall
-reads it first, in its own statement, and a kept answer is used only under the same generation.
+answer is stale; each recall reads it first, in its own statement, and a kept answer is used only
+under the same generation.
 Reading the generation *before* the scope means an answer is never older than its label.
 
 Expiry needs no generation: the answer is kept without the ``expires_at > now`` condition and

@@ -94,6 +94,6 @@ class Idempotency:
                 "an episode written with this Idempotency-Key has since been erased; use a new key to write again",
                 eventId=result.event_id,
             )
-        return (
-            result if kind != "remember" else result.model_copy(update={"episode": episode, "status": episode.status})
-        )
+        if kind != "remember":
+            return result
+        return result.model_copy(update={"episode": episode, "status": episode.status})

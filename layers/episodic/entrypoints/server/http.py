@@ -151,23 +151,24 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _refused_framing(self) -> bool:
-        """Refuse (400, connection closed) what cannot be read as one HTTP/1.x request: no version
-        on the request line (HTTP/0.9, which has no status line to answer with), or a header line
-        that is no header -- the parser would take it and every line after it for the body, and
-        the request would go on without them (a narrowing ``X-Episodic-Actor`` among them)."""
+    def parse_request(self) -> bool:
+        """http.server's parse, then refuse (400, connection closed) what it lets through but cannot
+        be read as one HTTP/1.x request: no version on the request line (HTTP/0.9, which has no
+        status line to answer with), or a header line that is no header -- the parser takes it and
+        every line after it for the body, and the request would go on without them (a narrowing
+        ``X-Episodic-Actor`` among them)."""
+        if not super().parse_request():
+            return False
         if self.request_version == "HTTP/0.9":
             self.send_error(400, "the request line must end with an HTTP version (HTTP/1.0 or HTTP/1.1)")
-            return True
+            return False
         if self.headers.get_payload() or any(isinstance(d, _MALFORMED_HEADER) for d in self.headers.defects):
             self.send_error(400, "a header line is malformed (every header line is 'Name: value')")
-            return True
-        return False
+            return False
+        return True
 
     def _body_length(self) -> int | None:
         """The declared body length, or None once a body that cannot be read has been refused."""
-        if self._refused_framing():
-            return None
         lengths = self.headers.get_all("Content-Length") or ["0"]
         declared = lengths[0].strip()
         if len(lengths) > 1 or not declared.isdigit() or self.headers.get("Transfer-Encoding"):
