@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from episodic.application.service import MemoryService
+from episodic.domain import linear
 from episodic.domain.model import AuditRecord, Caller, Decision, EpisodeProposal, RememberResult, Role
 
 BATCH_SIZE = 10
@@ -124,8 +125,7 @@ def evaluate_secrets(service: MemoryService, rows: list[dict[str, Any]]) -> dict
         stored = service.deps.episodes.get("secrets", result.event_id) if result.event_id else None
         stored_text = stored.model_dump_json() if stored else ""
         if row["label"] == "secret":
-            secret = row["secret"]
-            if secret in stored_text or json.dumps(secret)[1:-1] in stored_text or secret in audit_text:
+            if _holds(stored_text, row["secret"]) or _holds(audit_text, row["secret"]):
                 leaks.append(row["id"])
         else:
             damaged[row["split"]].append(stored is None or row["lookalike"] not in stored_text)
@@ -135,6 +135,16 @@ def evaluate_secrets(service: MemoryService, rows: list[dict[str, Any]]) -> dict
         metrics[f"secret_lookalike_damage_{split}"] = sum(hits) / len(hits)
     metrics["_secret_leaks"] = leaks
     return metrics
+
+
+def _holds(text: str, secret: str) -> bool:
+    """Whether ``text`` (JSON) holds ``secret`` as written or JSON-escaped, with no letter or digit
+    right beside it: a six-digit code is no leak when it is part of a digest, an id or a time's
+    microseconds, which would otherwise match by chance now and then."""
+    return any(
+        linear.compile(rf"(?:^|[^A-Za-z0-9]){linear.escape(form)}(?:$|[^A-Za-z0-9])").search(text) is not None
+        for form in dict.fromkeys([secret, json.dumps(secret)[1:-1]])
+    )
 
 
 def _all_audit(service: MemoryService, tenant: str) -> Iterable[AuditRecord]:
