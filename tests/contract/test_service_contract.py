@@ -134,6 +134,44 @@ def test_given_a_pending_review_when_denied_then_the_episode_is_removed_and_audi
     assert records[-1].detail["reviewer"] == OPERATOR.principal_id
 
 
+def test_given_a_write_under_review_when_erased_then_its_review_is_denied_and_cannot_be_approved(service):
+    held = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    service.erasure.erase(AGENT, held.event_id)
+    assert service.reviews.list_reviews(OPERATOR) == []
+    (view,) = service.reviews.list_reviews(OPERATOR, status=None)
+    assert (view.review.status, view.review.reviewer, view.episode) == ("denied", "system:erasure", None)
+    with pytest.raises(ConflictError):
+        service.reviews.decide_review(OPERATOR, held.review_id, approve=True)
+    records, _ = service.admin.audit(OPERATOR, event_id=held.event_id)
+    assert [r.action for r in records] == ["episode.review_requested", "episode.erased", "review.denied"]
+    assert records[-1].detail["reviewer"] == "system:erasure"
+
+
+def test_given_a_decided_review_when_its_episode_is_erased_then_the_reviewers_note_goes(service):
+    held = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content", actorId="gail"))
+    service.reviews.decide_review(OPERATOR, held.review_id, approve=True, note="checked with Gail's manager")
+    kept = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content", actorId="hal"))
+    service.reviews.decide_review(OPERATOR, kept.review_id, approve=True, note="fine")
+    service.erasure.erase_actor(OPERATOR, "gail")
+    notes = {v.review.review_id: v.review.note for v in service.reviews.list_reviews(OPERATOR, status=None)}
+    assert notes == {held.review_id: None, kept.review_id: "fine"}
+    assert service.deps.reviews.get_review("acme", held.review_id).status == "approved"
+
+
+def test_given_an_actor_with_more_episodes_than_one_transaction_holds_when_erased_then_all_go(service):
+    written = [
+        service.writes.remember(AGENT, proposal(summary=f"Gail logged shipment {n} at dock four", actorId="gail"))
+        for n in range(70)
+    ]
+    held = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content", actorId="gail"))
+    result = service.erasure.erase_actor(OPERATOR, "gail")
+    assert set(result.erased) == {w.event_id for w in written} | {held.event_id}
+    assert service.deps.episodes.event_ids_of_actor("acme", "gail") == []
+    tombstones, _ = service.admin.audit(OPERATOR, action="episode.erased", limit=200)
+    assert len(tombstones) == 71
+    assert service.deps.reviews.get_review("acme", held.review_id).status == "denied"
+
+
 def test_given_an_agent_when_deciding_a_review_then_it_is_forbidden(service):
     result = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
     with pytest.raises(ForbiddenError):

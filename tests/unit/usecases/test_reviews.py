@@ -80,13 +80,16 @@ def test_given_another_tenants_review_when_decided_then_it_is_not_found(writes, 
     assert reviews.list_reviews(OTHER_OPERATOR)[0].review.review_id == theirs.review_id
 
 
-def test_given_a_held_write_erased_meanwhile_when_approved_then_the_review_closes_without_an_episode(
+def test_given_a_held_write_erased_meanwhile_when_approved_then_it_is_refused_for_erasure_denied_it(
     writes, reviews, deps, store, notifier
 ):
     held = _held(writes)
     Erasure(deps).erase(AGENT, held.event_id)
-    view = reviews.decide_review(OPERATOR, held.review_id, approve=True)
-    assert view.review.status is ReviewStatus.APPROVED and view.episode is None
+    assert [(r.review_id, r.status, r.reviewer) for r in notifier.decided] == [
+        (held.review_id, ReviewStatus.DENIED, "system:erasure")
+    ]  # the waiting workflow is let go
+    with pytest.raises(ConflictError):
+        reviews.decide_review(OPERATOR, held.review_id, approve=True)
     assert store.episodes.get("acme", held.event_id) is None and len(notifier.decided) == 1
 
 

@@ -148,6 +148,16 @@ def review_close(tenant: str, close: ReviewChange) -> dict[str, Any]:
     }
 
 
+def review_scrub(tenant: str, review_id: str) -> dict[str, Any]:
+    """``UpdateItem`` arguments (no table) dropping a review's note."""
+    return {
+        "Key": t.review_key(tenant, review_id),
+        "UpdateExpression": "SET rv.note = :n",
+        "ConditionExpression": "attribute_exists(pk)",
+        "ExpressionAttributeValues": {":n": None},
+    }
+
+
 def idempotency_item(tenant: str, rec: IdempotencyRecord) -> dict[str, Any]:
     return {
         **t.idempotency_key(tenant, rec.key),

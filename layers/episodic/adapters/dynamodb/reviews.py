@@ -8,6 +8,8 @@ Step Functions task token of a waiting review workflow is kept on the review ite
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Collection
 from datetime import datetime
 
 from botocore.exceptions import ClientError
@@ -47,6 +49,11 @@ class ReviewReads:
                     break
         reviews.sort(key=lambda r: r.requested_at)
         return reviews[:limit]
+
+    @storage_errors("read")
+    def reviews_of(self, tenant_id: str, event_ids: Collection[str]) -> list[Review]:
+        wanted = set(event_ids)
+        return [r for r in self.list_reviews(tenant_id, None, sys.maxsize) if r.event_id in wanted]
 
     @storage_errors("read")
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:

@@ -30,6 +30,7 @@ from episodic.adapters.dynamodb.items import (
     idempotency_item,
     review_close,
     review_item,
+    review_scrub,
 )
 from episodic.application.ports import Changes
 from episodic.domain.errors import InvalidRequestError
@@ -62,6 +63,7 @@ def plan(db: Database, changes: Changes) -> WritePlan:
         _plan_deletes(db, tenant, changes.delete, writes)
     writes.core += [db.put(review_item(review), create_once=True) for review in changes.reviews_put]
     writes.core += [_update(db, review_close(tenant, close)) for close in changes.reviews_close]
+    writes.core += [_update(db, review_scrub(tenant, review_id)) for review_id in changes.reviews_scrub]
     writes.core += chained_items(db, changes.audit)
     return writes
 

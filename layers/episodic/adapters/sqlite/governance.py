@@ -11,8 +11,9 @@ refuses updates and deletes (triggers in :mod:`.database`): the log can only gro
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +58,14 @@ def close_review(conn: sqlite3.Connection, tenant: str, close: ReviewChange) -> 
     return cur.rowcount == 1
 
 
+def scrub_review_note(conn: sqlite3.Connection, tenant: str, review_id: str) -> None:
+    """Drop a review's note, inside the caller's transaction."""
+    conn.execute(
+        "UPDATE reviews SET doc = json_set(doc, '$.note', NULL) WHERE tenant_id = ? AND review_id = ?",
+        (tenant, review_id),
+    )
+
+
 class Governance:
     """Reviews, the audit log and per-tenant settings."""
 
@@ -77,6 +86,13 @@ class Governance:
             sql += " AND status = ?"
             params.append(status)
         rows = self.db.query(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
+        return [Review.model_validate_json(r[0]) for r in rows]
+
+    def reviews_of(self, tenant_id: str, event_ids: Collection[str]) -> list[Review]:
+        rows = self.db.query(
+            "SELECT doc FROM reviews WHERE tenant_id = ? AND event_id IN (SELECT value FROM json_each(?))",
+            (tenant_id, json.dumps(list(event_ids))),
+        )
         return [Review.model_validate_json(r[0]) for r in rows]
 
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:

@@ -16,7 +16,7 @@ from datetime import datetime
 from episodic.adapters.codec import pack_vector
 from episodic.adapters.sqlite.audit_chain import append_audit
 from episodic.adapters.sqlite.database import micros
-from episodic.adapters.sqlite.governance import close_review, insert_review
+from episodic.adapters.sqlite.governance import close_review, insert_review, scrub_review_note
 from episodic.application.ports import Changes, IdempotencyRecord, StatsChange, StatusChange, Vector
 from episodic.domain.errors import ConflictError
 from episodic.domain.model import Episode
@@ -144,6 +144,8 @@ def write_changes(conn: sqlite3.Connection, changes: Changes, erased: list[int])
         for close in changes.reviews_close:
             if not close_review(conn, tenant, close):
                 raise ConflictError(f"review {close.review_id} is no longer pending")
+        for review_id in changes.reviews_scrub:
+            scrub_review_note(conn, tenant, review_id)
         for record in changes.audit:
             append_audit(conn, record)
     except sqlite3.IntegrityError as exc:

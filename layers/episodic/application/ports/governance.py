@@ -3,7 +3,7 @@ append-only audit log, per-tenant switches and the review workflow's task tokens
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -43,6 +43,11 @@ class ReviewQueue(Protocol):
 
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:
         """Pending reviews of every tenant requested before ``before`` (for the timeout sweep)."""
+        ...
+
+    def reviews_of(self, tenant_id: str, event_ids: Collection[str]) -> list[Review]:
+        """The tenant's reviews, in any status, of these episodes (for their erasure). Reviews are
+        made at a human's pace, so a store may read all of a tenant's to find them."""
         ...
 
 

@@ -67,6 +67,8 @@ class Changes:
     audit: list[AuditRecord] = field(default_factory=list)
     reviews_put: list[Review] = field(default_factory=list)
     reviews_close: list[ReviewChange] = field(default_factory=list)
+    reviews_scrub: list[str] = field(default_factory=list)
+    """Reviews whose reviewer's note goes (the episode they judged is being erased)."""
     idempotency: IdempotencyRecord | None = None
     durable: bool = True
     """False only for records a caller does not wait on the disk for (the read audit): a store

@@ -56,6 +56,8 @@ class SystemActor(StrEnum):
     """DynamoDB's time to live, seen by the stream processor."""
     DECAY_SWEEP = "system:decay-sweep"
     REVIEW_TIMEOUT = "system:review-timeout"
+    ERASURE = "system:erasure"
+    """Closes the pending review of a write that was erased before anyone decided."""
     SUMMARISER = "system:summariser"
     SESSION_HANDOFF = "system:session-handoff"
 
