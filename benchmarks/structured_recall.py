@@ -25,6 +25,7 @@ from episodic.adapters.inprocess.notifier import LogReviewNotifier
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.application.ports import Changes, NewEpisode
 from episodic.application.service import MemoryService
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import Caller, Episode, EventType, RecallRequest, Role
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -109,10 +110,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "bench.db")
         populate(store, args.episodes, rng)
+        pseudonyms = Pseudonyms(store.pseudonym_key())
         service = MemoryService.build(
             store=store,
+            pseudonyms=pseudonyms,
             index=store.recall,
-            archive=FolderArchive(Path(tmp) / "archive"),
+            archive=FolderArchive(Path(tmp) / "archive", pseudonyms),
             embedder=_NoQueryEmbedder(),
             notifier=LogReviewNotifier(),
             clock=_FixedNow(),

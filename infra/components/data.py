@@ -100,6 +100,7 @@ class DataStores(Construct):
                 )
             ],
         )
+        self.pseudonym_key_access = self._pseudonym_key_access()
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
@@ -244,6 +245,32 @@ class DataStores(Construct):
     def archive_logical_id(self) -> str:
         """How cdk-nag names the bucket in a finding (``<LogicalId.Arn>``)."""
         return cdk.Stack.of(self).get_logical_id(self.archive.node.default_child)  # type: ignore[arg-type]
+
+    def _pseudonym_key_access(self) -> iam.ManagedPolicy:
+        """Reading (and, by the first function that asks, creating) the one item holding the key
+        of actor pseudonyms (``tables.SERVICE_PK``), for every service function: each builds the
+        service, which loads the key, whatever else its role may touch."""
+        return iam.ManagedPolicy(
+            self,
+            "PseudonymKeyAccess",
+            description="The key of actor pseudonyms: one item of the timeline, read or created once",
+            statements=[
+                iam.PolicyStatement(
+                    sid="PseudonymKeyItem",
+                    actions=["dynamodb:GetItem", "dynamodb:PutItem"],
+                    resources=[self.timeline.table_arn],
+                    conditions={
+                        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [tables.SERVICE_PK]},
+                        "Null": {"dynamodb:LeadingKeys": "false"},
+                    },
+                ),
+                iam.PolicyStatement(
+                    sid="PseudonymKeyEncryption",
+                    actions=["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
+                    resources=[self.key.key_arn],
+                ),
+            ],
+        )
 
     # ----------------------------------------------------------------------------- grants
 

@@ -120,6 +120,7 @@ class FunctionFactory:
     key: kms.IKey
     log_retention: logs.RetentionDays
     audit_append_only: iam.IManagedPolicy
+    pseudonym_key_access: iam.IManagedPolicy
     service_environment: Mapping[str, str]
 
     def service_function(
@@ -132,8 +133,9 @@ class FunctionFactory:
         environment: Mapping[str, str] | None = None,
         **props: Any,
     ) -> ServiceFunction:
-        """A function of the service: the service environment plus ``environment``."""
-        return self.function(
+        """A function of the service: the service environment plus ``environment``, and the key
+        of actor pseudonyms, which building the service loads."""
+        made = self.function(
             scope,
             id,
             handler,
@@ -142,6 +144,8 @@ class FunctionFactory:
             layer=self.code.layer,
             **props,
         )
+        made.role.add_managed_policy(self.pseudonym_key_access)
+        return made
 
     def function(
         self,

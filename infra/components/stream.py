@@ -4,7 +4,8 @@ the ``Stream`` function.
 ``Stream`` -- ``functions.stream.handler``, 512 MB, 1 min:
 
 * environment: the service environment (``FunctionFactory``), nothing of its own;
-* timeline: no item access -- the event source mapping reads the stream (and grants that);
+* timeline: no item access but the key of actor pseudonyms (every service function's); the event
+  source mapping reads the stream (and grants that);
 * audit: append (a TTL expiry is recorded); archive: write (TTL removals go to cold storage);
 * OpenSearch: HTTP access, to keep the recall projection in step, when there is an index;
 * the audit table's stream: each new record that is a memory event goes to the stack's bus

@@ -78,12 +78,9 @@ class EpisodicStack(cdk.Stack):
             else None
         )
         factory = FunctionFactory(
-            code=self.code,
-            key=data.key,
-            log_retention=log_retention,
-            audit_append_only=data.audit_append_only,
-            service_environment=self._service_environment(),
-        )
+            code=self.code, key=data.key, log_retention=log_retention, audit_append_only=data.audit_append_only,
+            pseudonym_key_access=data.pseudonym_key_access, service_environment=self._service_environment(),
+        )  # fmt: skip
         # Where EventBridge rule targets and Scheduler schedules park what they could not deliver.
         self.delivery_failures = failure_queue(self, "DeliveryFailures")
         self.ingestion = Ingestion(

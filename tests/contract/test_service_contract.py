@@ -14,6 +14,7 @@ from episodic.domain.errors import (
     StorageError,
     WritesDisabledError,
 )
+from episodic.domain.forgetting.pseudonyms import unkeyed_actor_pseudonym
 from episodic.domain.model import Decision, RecallRequest, Status, TimelineRequest
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
@@ -247,6 +248,13 @@ def test_given_an_actor_when_erased_then_episodes_archive_and_citing_summaries_a
     assert service.reads.get(AGENT, other.event_id).actor_id == "hal"
     erased, _ = service.admin.audit(OPERATOR, action="actor.erased")
     assert "gail" not in erased[0].model_dump_json()
+
+
+def test_given_an_audited_write_when_its_actor_is_guessed_then_the_audit_pseudonym_does_not_confirm_it(service):
+    result = service.writes.remember(AGENT, proposal(actorId="gail"))
+    (record,) = service.admin.audit(OPERATOR, event_id=result.event_id)[0]
+    assert record.detail["actor"] != unkeyed_actor_pseudonym("acme", "gail")  # keyed under the store's key
+    assert record.detail["actor"] == service.deps.pseudonyms.actor("acme", "gail")
 
 
 def test_given_the_newest_episode_erased_when_another_is_written_then_recall_finds_it_by_meaning(service):

@@ -151,3 +151,16 @@ def test_only_the_functions_that_close_reviews_may_answer_their_task_tokens(dev)
     }
     assert answering == {"Api", "ReviewRequests", "ExpireReview"}  # operators decide; the workflow expires
     assert {"Api", "Ingest", "SummariseActor"} <= starting  # every writer may have to ask for a review
+
+
+def test_every_service_function_reads_the_pseudonym_key_item_and_nothing_else_of_the_table_through_it(dev):
+    policy = dev.template["Resources"][dev.logical_id(dev.stack.data.pseudonym_key_access)]["Properties"]
+    statements = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+    item = statements["PseudonymKeyItem"]
+    assert sorted(item["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem"]
+    assert item["Condition"]["ForAllValues:StringEquals"] == {"dynamodb:LeadingKeys": ["#SERVICE"]}
+    assert item["Condition"]["Null"] == {"dynamodb:LeadingKeys": "false"}  # no key-less request (a scan)
+    for name, function in dev.stack.functions.items():
+        role = dev.template["Resources"][dev.logical_id(function.role)]["Properties"]
+        holds = dev.ref(dev.stack.data.pseudonym_key_access) in role.get("ManagedPolicyArns", [])
+        assert holds == (name != "Authorizer"), name  # every function that builds the service loads the key

@@ -45,6 +45,7 @@ from episodic.application.ports import Scope
 from episodic.bootstrap.aws import build_aws_service
 from episodic.bootstrap.aws import stream_processor as build_stream_processor
 from episodic.domain.errors import StorageError
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.entrypoints.server.proxy_event import LocalLambdaContext
 from functions import api, stream
 from tests.support.factories import at
@@ -296,8 +297,9 @@ def test_given_a_throttled_recall_audit_when_recalling_then_503_and_nothing_was_
 def stream_processor(aws) -> Iterator[None]:
     settings = aws.settings
     store = DynamoTimelineStore(aws.resources["dynamodb"], settings.timeline_table, settings.audit_table)
-    archive = S3ColdArchive(aws.resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
-    stream.set_stream_processor(build_stream_processor(store.episodes, archive))
+    pseudonyms = Pseudonyms(store.pseudonym_key())
+    archive = S3ColdArchive(aws.resources["s3"], settings.archive_bucket, pseudonyms, settings.archive_kms_key_id)
+    stream.set_stream_processor(build_stream_processor(store.episodes, archive, pseudonyms))
     yield
     stream.set_stream_processor(None)
 

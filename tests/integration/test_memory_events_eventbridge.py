@@ -36,7 +36,9 @@ def wired(aws_resources, minilm, clock):
     service = build_aws_service(
         settings, dynamodb=aws_resources["dynamodb"], s3=aws_resources["s3"], embedder=minilm, clock=clock
     )
-    processor = stream_processor(service.deps.episodes, service.deps.archive, events=EventBridgeSender(events, BUS))
+    processor = stream_processor(
+        service.deps.episodes, service.deps.archive, service.deps.pseudonyms, events=EventBridgeSender(events, BUS)
+    )
     poller = StreamPoller(settings.audit_table, lambda event: process_batch(event, processor))
     return service, poller, sqs, queue
 
@@ -85,7 +87,10 @@ def test_given_eventbridge_refusing_when_a_record_is_told_then_it_is_reported_fa
             return {"FailedEntryCount": len(Entries), "Entries": [{"ErrorCode": "InternalFailure"}] * len(Entries)}
 
     refusing = stream_processor(
-        service.deps.episodes, service.deps.archive, events=EventBridgeSender(RefusingClientDouble(), BUS)
+        service.deps.episodes,
+        service.deps.archive,
+        service.deps.pseudonyms,
+        events=EventBridgeSender(RefusingClientDouble(), BUS),
     )
     poller = StreamPoller("test-audit", lambda event: process_batch(event, refusing))
     service.writes.remember(AGENT, proposal(summary="Release 4.3.0 shipped"))

@@ -22,12 +22,11 @@ from episodic.adapters.files.archive import FolderArchive
 from episodic.adapters.s3 import archive as s3_archive
 from episodic.adapters.s3.archive import S3ColdArchive
 from episodic.domain.errors import StorageError
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
 from episodic.domain.model import Episode
-from tests.support.factories import proposal_dict
+from tests.support.factories import PSEUDONYMS, proposal_dict
 
 BUCKET = "episodic-archive-test"
-USER_1 = actor_pseudonym("acme", "user-1")
+USER_1 = PSEUDONYMS.actor("acme", "user-1")
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 SUMMARY = "User prefers invoices as PDF attachments sent to the finance mailbox"
 
@@ -77,7 +76,7 @@ def aws(monkeypatch) -> Iterator[Aws]:
         s3.create_bucket(Bucket=BUCKET)
         s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
         key_arn = boto3.client("kms").create_key(Description="archive")["KeyMetadata"]["Arn"]
-        yield Aws(s3=s3, key_arn=key_arn, archive=S3ColdArchive(s3, BUCKET, kms_key_id=key_arn))
+        yield Aws(s3=s3, key_arn=key_arn, archive=S3ColdArchive(s3, BUCKET, PSEUDONYMS, kms_key_id=key_arn))
 
 
 # -- round trip ---------------------------------------------------------------------------
@@ -86,7 +85,7 @@ def aws(monkeypatch) -> Iterator[Aws]:
 def test_given_an_archived_episode_when_read_back_then_the_record_is_what_the_folder_archive_writes(aws, tmp_path):
     ep = episode("01JEVENT000000000000000001")
     key = aws.archive.put(ep, "retention_expired", NOW)
-    local = FolderArchive(tmp_path)
+    local = FolderArchive(tmp_path, PSEUDONYMS)
     local_path = tmp_path / local.put(ep, "retention_expired", NOW)
 
     record = aws.archive.get("acme", ep.event_id)
@@ -119,7 +118,7 @@ def test_given_a_kms_key_when_archived_then_record_and_pointer_are_encrypted_wit
 
 
 def test_given_no_kms_key_when_archived_then_the_bucket_default_kms_key_is_used(aws):
-    archive = S3ColdArchive(aws.s3, BUCKET)
+    archive = S3ColdArchive(aws.s3, BUCKET, PSEUDONYMS)
     key = archive.put(episode("01JEVENT000000000000000001"), "retention_expired", NOW)
     assert aws.s3.head_object(Bucket=BUCKET, Key=key)["ServerSideEncryption"] == "aws:kms"
 
@@ -142,9 +141,9 @@ def test_given_hostile_ids_when_archived_then_every_component_is_percent_encoded
     # The model's Id pattern forbids '/', so the hostile actor bypasses validation on purpose.
     ep = episode("evt:1@x.y").model_copy(update={"actor_id": "a/../b"})
     key = aws.archive.put(ep, "retention_expired", NOW)
-    assert key == f"archive/acme/{actor_pseudonym('acme', 'a/../b')}/2026/11/28/evt%3A1%40x%2Ey.json.gz"
+    assert key == f"archive/acme/{PSEUDONYMS.actor('acme', 'a/../b')}/2026/11/28/evt%3A1%40x%2Ey.json.gz"
     # Same component rules as the local archive.
-    local_key = FolderArchive(tmp_path).put(ep, "retention_expired", NOW)
+    local_key = FolderArchive(tmp_path, PSEUDONYMS).put(ep, "retention_expired", NOW)
     assert local_key.split("/")[1] == key.split("/")[2]
     assert local_key.split("/")[-1] == key.split("/")[-1]
     assert "archive/_by_id/acme/evt%3A1%40x%2Ey" in aws.object_keys()
@@ -159,7 +158,7 @@ def test_given_a_tenant_named_like_the_pointer_folder_when_its_actor_is_erased_t
     aws.archive.put(victim, "retention_expired", NOW)
     hostile = episode("01JEVENT000000000000000002", actor="acme").model_copy(update={"tenant_id": "_by_id"})
     key = aws.archive.put(hostile, "retention_expired", NOW)
-    assert key.startswith(f"archive/%5Fby_id/{actor_pseudonym('_by_id', 'acme')}/")
+    assert key.startswith(f"archive/%5Fby_id/{PSEUDONYMS.actor('_by_id', 'acme')}/")
     assert aws.archive.delete_actor("_by_id", "acme") == 1
     assert aws.archive.contains("acme", victim.event_id)
 
@@ -332,7 +331,7 @@ def test_given_a_pointer_naming_another_tenants_record_when_read_then_storage_er
     ids=["put", "get", "contains", "delete_events", "delete_actor"],
 )
 def test_given_a_missing_bucket_when_the_archive_is_used_then_storage_error_without_episode_text(aws, call):
-    archive = S3ColdArchive(aws.s3, "no-such-bucket", kms_key_id=aws.key_arn)
+    archive = S3ColdArchive(aws.s3, "no-such-bucket", PSEUDONYMS, kms_key_id=aws.key_arn)
     with pytest.raises(StorageError) as raised:
         call(archive)
     assert "NoSuchBucket" in raised.value.message
@@ -342,11 +341,11 @@ def test_given_a_missing_bucket_when_the_archive_is_used_then_storage_error_with
 
 def test_given_a_prefix_without_a_trailing_slash_when_constructed_then_it_is_refused(aws):
     with pytest.raises(ValueError):
-        S3ColdArchive(aws.s3, BUCKET, prefix="archive")
+        S3ColdArchive(aws.s3, BUCKET, PSEUDONYMS, prefix="archive")
 
 
 def test_given_a_custom_prefix_when_archived_then_records_and_pointers_live_under_it(aws):
-    archive = S3ColdArchive(aws.s3, BUCKET, kms_key_id=aws.key_arn, prefix="cold/v1/")
+    archive = S3ColdArchive(aws.s3, BUCKET, PSEUDONYMS, kms_key_id=aws.key_arn, prefix="cold/v1/")
     key = archive.put(episode("01JEVENT000000000000000001"), "retention_expired", NOW)
     assert key.startswith(f"cold/v1/acme/{USER_1}/")
     assert aws.object_keys() == {key, "cold/v1/_by_id/acme/01JEVENT000000000000000001"}

@@ -17,7 +17,7 @@ from episodic.adapters.dynamodb.store import DynamoTimelineStore
 from episodic.adapters.s3.archive import S3ColdArchive
 from episodic.application.ports import AuditQuery
 from episodic.bootstrap.aws import stream_processor as build_stream_processor
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from functions import stream
 from tests.support.factories import AGENT, proposal
 
@@ -33,8 +33,9 @@ class _Context:
 def wired(aws_resources):
     settings = aws_resources["settings"]
     store = DynamoTimelineStore(aws_resources["dynamodb"], settings.timeline_table, settings.audit_table)
-    archive = S3ColdArchive(aws_resources["s3"], settings.archive_bucket, settings.archive_kms_key_id)
-    stream.set_stream_processor(build_stream_processor(store.episodes, archive))
+    pseudonyms = Pseudonyms(store.pseudonym_key())
+    archive = S3ColdArchive(aws_resources["s3"], settings.archive_bucket, pseudonyms, settings.archive_kms_key_id)
+    stream.set_stream_processor(build_stream_processor(store.episodes, archive, pseudonyms))
     yield store, archive
     stream.set_stream_processor(None)
 
@@ -59,7 +60,7 @@ def test_given_a_ttl_removal_when_handled_then_s3_holds_the_record_and_the_audit
     assert len(audit) == 1 and audit[0].detail["archiveKey"]
     assert audit[0].principal_id == "system:dynamodb-ttl"
     # The audit log is append-only and outlives an actor's erasure: it must not name the actor.
-    assert audit[0].detail["archiveKey"].startswith(f"archive/acme/{actor_pseudonym('acme', 'customer-42')}/")
+    assert audit[0].detail["archiveKey"].startswith(f"archive/acme/{archive.pseudonyms.actor('acme', 'customer-42')}/")
     assert "customer-42" not in audit[0].model_dump_json()
     stream.handler(load("ttl_remove.json"), _Context())  # redelivery
     assert len(store.audit_log.audit(AuditQuery(tenant_id="acme", action="episode.expired"))[0]) == 1

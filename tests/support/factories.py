@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import Caller, EpisodeProposal, Role
 
 AGENT = Caller(tenant_id="acme", role=Role.AGENT, principal_id="agent:acme")
 OPERATOR = Caller(tenant_id="acme", role=Role.OPERATOR, principal_id="operator:acme")
 OTHER_TENANT_AGENT = Caller(tenant_id="globex", role=Role.AGENT, principal_id="agent:globex")
+PSEUDONYMS = Pseudonyms(bytes(range(32)))
+"""A fixed key's pseudonyms, for archives and use cases built without a store's own key."""
 
 
 def proposal_dict(**overrides: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from episodic.adapters.dynamodb.images import StreamImages
 from episodic.application.usecases.expiry import Expiry
 from episodic.domain.errors import ConflictError
 from episodic.entrypoints.dynamodb_stream.processor import PoisonRecordError, TimelineStreamProcessor, is_ttl_removal
+from tests.support.factories import PSEUDONYMS
 
 EVENTS = Path(__file__).parents[2] / "events" / "streams"
 
@@ -66,7 +67,9 @@ def parts():
         projection,
         archive,
         store,
-        TimelineStreamProcessor(images=StreamImages(), expiry=Expiry(store, archive), projection=projection),
+        TimelineStreamProcessor(
+            images=StreamImages(), expiry=Expiry(store, archive, PSEUDONYMS), projection=projection
+        ),
     )
 
 

@@ -45,6 +45,7 @@ from episodic.application.usecases.reviews import Reviews
 from episodic.application.usecases.summarisation import Summarisation
 from episodic.application.usecases.sweep import Sweep
 from episodic.application.usecases.writes import Writes
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import ForgetReport, SweepReport
 from episodic.domain.policy import WritePolicy
 from episodic.domain.recall.ranking import Ranker
@@ -97,6 +98,7 @@ class MemoryService:
         cls,
         *,
         store: TimelineStore,
+        pseudonyms: Pseudonyms,
         index: RecallIndex,
         archive: ColdArchive,
         embedder: Embedder,
@@ -113,7 +115,8 @@ class MemoryService:
         checkpoints: ChainCheckpoints | None = None,
     ) -> MemoryService:
         """The service over one backend: ``store``'s parts serve every store port
-        (:class:`~episodic.application.ports.TimelineStore`); ``compaction`` is the backend's way
+        (:class:`~episodic.application.ports.TimelineStore`); ``pseudonyms`` are under the store's
+        key (the archive was given the same); ``compaction`` is the backend's way
         to drop erased bytes, where it keeps any."""
         settings = settings or Settings()
         deps = Deps.over_store(
@@ -128,6 +131,7 @@ class MemoryService:
             policy=policy or WritePolicy(private_disclosures=settings.sensitive_disclosures == "private"),
             clock=clock or SystemClock(),
             ranker=Ranker(settings.ranking_weights(embedder)),
+            pseudonyms=pseudonyms,
             backend=backend,
             outbox=outbox,
             events=events,

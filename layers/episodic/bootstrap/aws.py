@@ -35,6 +35,7 @@ from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
 from episodic.application.usecases.expiry import Expiry
 from episodic.bootstrap import embedders
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model.events import ActorShown
 
 if TYPE_CHECKING:
@@ -68,10 +69,12 @@ def build_aws_service(
         notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store.review_tokens)
     from episodic.adapters.summarisers.extractive import ExtractiveSummariser
 
+    pseudonyms = Pseudonyms(store.pseudonym_key())
     return MemoryService.build(
         store=store,
+        pseudonyms=pseudonyms,
         index=scoped if index is None else FallbackRecallIndex(index, scoped),
-        archive=S3ColdArchive(s3, settings.archive_bucket, kms_key_id=settings.archive_kms_key_id),
+        archive=S3ColdArchive(s3, settings.archive_bucket, pseudonyms, kms_key_id=settings.archive_kms_key_id),
         embedder=embedder,
         notifier=notifier,
         summariser=summariser or ExtractiveSummariser(embedder),
@@ -182,8 +185,12 @@ def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcesso
     store = DynamoTimelineStore(
         boto3.client("dynamodb", region_name=settings.aws_region), settings.timeline_table, settings.audit_table
     )
+    pseudonyms = Pseudonyms(store.pseudonym_key())
     archive = S3ColdArchive(
-        boto3.client("s3", region_name=settings.aws_region), settings.archive_bucket, settings.archive_kms_key_id
+        boto3.client("s3", region_name=settings.aws_region),
+        settings.archive_bucket,
+        pseudonyms,
+        kms_key_id=settings.archive_kms_key_id,
     )
     events = None
     if settings.event_bus:
@@ -191,13 +198,19 @@ def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcesso
 
         events = EventBridgeSender(boto3.client("events", region_name=settings.aws_region), settings.event_bus)
     return stream_processor(
-        store.episodes, archive, opensearch_index(settings, ensure=True), events=events, shown=settings.event_actor
+        store.episodes,
+        archive,
+        pseudonyms,
+        opensearch_index(settings, ensure=True),
+        events=events,
+        shown=settings.event_actor,
     )
 
 
 def stream_processor(
     store: EpisodeStore,
     archive: ColdArchive,
+    pseudonyms: Pseudonyms,
     projection: RecallProjection | None = None,
     events: EventSender | None = None,
     shown: ActorShown = "pseudonym",
@@ -208,6 +221,6 @@ def stream_processor(
     from episodic.entrypoints.dynamodb_stream.processor import TimelineStreamProcessor
 
     return TimelineStreamProcessor(
-        images=StreamImages(), expiry=Expiry(store, archive), projection=projection,
+        images=StreamImages(), expiry=Expiry(store, archive, pseudonyms), projection=projection,
         audit_images=AuditImages(), events=events, shown=shown,
     )  # fmt: skip

@@ -15,6 +15,7 @@ from episodic.application.service import MemoryService
 from episodic.application.settings import Settings
 from episodic.application.usecases.names_ahead import NamesAhead
 from episodic.bootstrap.embedders import local_embedder
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.logs import service_logger
 
 
@@ -63,14 +64,16 @@ def build_local_service(
         on_erasures=ahead.forget,  # the names offered and kept for a tenant go with its episodes
         on_new_texts=ahead.offer if settings.names_ahead and ahead.useful else None,
     )
+    pseudonyms = Pseudonyms(store.pseudonym_key())
     sender, closers = _webhook(settings), [ahead.close, store.close]
     if sender is not None:
         store.outbox.start_from_now()
         closers.append(sender.close)
     return MemoryService.build(
         store=store,
+        pseudonyms=pseudonyms,
         index=store.recall,
-        archive=FolderArchive(data_dir / "archive"),
+        archive=FolderArchive(data_dir / "archive", pseudonyms),
         embedder=embedder,
         notifier=notifier or LogReviewNotifier(),
         summariser=ExtractiveSummariser(embedder),

@@ -19,6 +19,7 @@ from episodic.application.settings import Settings
 from episodic.application.usecases.deps import Deps
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.policy import WritePolicy
 from episodic.domain.recall.ranking import Ranker
 from tests.support.doubles import HashingTestEmbedder
@@ -58,8 +59,8 @@ def store(tmp_path, embedder, empty_database) -> Iterator[SqliteStore]:
 
 
 @pytest.fixture
-def archive(tmp_path) -> FolderArchive:
-    return FolderArchive(tmp_path / "archive")
+def archive(tmp_path, store) -> FolderArchive:
+    return FolderArchive(tmp_path / "archive", Pseudonyms(store.pseudonym_key()))
 
 
 @pytest.fixture
@@ -87,6 +88,7 @@ def deps(store, archive, embedder, notifier, compaction, clock) -> Deps:
         policy=WritePolicy(),
         clock=clock,
         ranker=Ranker(settings.ranking_weights()),
+        pseudonyms=archive.pseudonyms,
         backend="unit-sqlite",
     )
 

@@ -13,7 +13,6 @@ from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.reviews import Reviews
 from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
 from episodic.domain.model import Caller, ReviewStatus, Role, Status, SystemActor
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, proposal
 
@@ -32,7 +31,7 @@ def _held(writes, caller=AGENT, **overrides):
 
 
 def test_given_a_held_write_when_approved_then_it_is_active_audited_and_the_workflow_told(
-    writes, reviews, store, notifier
+    writes, reviews, store, notifier, deps
 ):
     held = _held(writes)
     view = reviews.decide_review(OPERATOR, held.review_id, approve=True, note="checked the vendor page")
@@ -46,7 +45,7 @@ def test_given_a_held_write_when_approved_then_it_is_active_audited_and_the_work
         "reviewId": held.review_id,
         "reviewer": OPERATOR.principal_id,
         "noteHash": hash_text("checked the vendor page"),
-        "actor": actor_pseudonym("acme", "user-1"),  # the episode's actor, never in clear
+        "actor": deps.pseudonyms.actor("acme", "user-1"),  # the episode's actor, never in clear
     }
 
 

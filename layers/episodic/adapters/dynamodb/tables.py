@@ -29,6 +29,7 @@ string, then ``#id``):
 | idempotency key | table ``pk = T#IDEM#key``, ``sk = IDEM`` |
 | writes kill-switch | table ``pk = T#SETTINGS``, ``sk = WRITES`` |
 | audit chain heads | table ``pk = T#SETTINGS``, ``sk = AUDITCHAIN#shard`` (4) |
+| the key of actor pseudonyms (the service's) | table ``pk = #SERVICE``, ``sk = PSEUDONYMKEY`` |
 | pending reviews past timeout (all tenants) | ``pending_reviews``: ``PENDING`` / ``requestedAt#T#reviewId`` (sparse) |
 | episodes due for forgetting (all tenants) | ``by_expiry``: ``EXP#shard`` (8) / ``expiresAt#T#id`` (sparse) |
 | erasure of an actor | ``by_actor`` -> every episode id, then their tag/ref items |
@@ -62,6 +63,10 @@ REVIEW_SK = "REVIEW"
 IDEMPOTENCY_SK = "IDEM"
 WRITES_SK = "WRITES"
 PENDING_REVIEWS_PK = "PENDING"
+SERVICE_PK = "#SERVICE"
+"""The partition of the service's own items. No tenant id contains ``#``, so no tenant-scoped
+role (``LeadingKeys`` ``<tenantId>#*``) can read them."""
+PSEUDONYM_KEY_SK = "PSEUDONYMKEY"
 """The one partition of the ``pending_reviews`` index."""
 
 

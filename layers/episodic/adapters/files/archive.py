@@ -2,9 +2,10 @@
 
 Layout: ``<root>/<tenant>/<actor pseudonym>/<YYYY-MM-DD>/<eventId>.json.gz`` (path components
 are percent-encoded, so no id can escape the root). The actor appears only as
-:func:`~episodic.domain.forgetting.pseudonyms.actor_pseudonym`: archive keys are copied into audit records,
-which outlive an actor's erasure. Records are written to a temporary file, fsynced and
-renamed, so a crash never leaves a half-written record.
+its keyed pseudonym (:mod:`episodic.domain.forgetting.pseudonyms`): archive keys are copied into audit
+records, which outlive an actor's erasure. An actor's erasure also removes the folder named by the
+unkeyed pseudonym, where stores made before the key kept its records. Records are written to a
+temporary file, fsynced and renamed, so a crash never leaves a half-written record.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.domain.forgetting.pseudonyms import Pseudonyms, unkeyed_actor_pseudonym
 from episodic.domain.model import Episode
 
 
@@ -26,15 +27,16 @@ def _component(value: str) -> str:
 
 
 class FolderArchive:
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, pseudonyms: Pseudonyms) -> None:
         self.root = Path(root)
+        self.pseudonyms = pseudonyms
         self.root.mkdir(parents=True, exist_ok=True)
 
     def put(self, episode: Episode, reason: str, at: datetime) -> str:
         folder = (
             self.root
             / _component(episode.tenant_id)
-            / actor_pseudonym(episode.tenant_id, episode.actor_id)
+            / self.pseudonyms.actor(episode.tenant_id, episode.actor_id)
             / episode.occurred_at.strftime("%Y-%m-%d")
         )
         folder.mkdir(parents=True, exist_ok=True)
@@ -70,14 +72,20 @@ class FolderArchive:
         return removed
 
     def delete_actor(self, tenant_id: str, actor_id: str) -> int:
-        folder = self.root / _component(tenant_id) / actor_pseudonym(tenant_id, actor_id)
-        removed = 0
-        for path in sorted(folder.glob("*/*.json.gz")):
-            path.unlink(missing_ok=True)
-            removed += 1
-        for day in sorted(folder.glob("*"), reverse=True):
-            if day.is_dir() and not any(day.iterdir()):
-                day.rmdir()
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-        return removed
+        tenant = self.root / _component(tenant_id)
+        keyed, unkeyed = self.pseudonyms.actor(tenant_id, actor_id), unkeyed_actor_pseudonym(tenant_id, actor_id)
+        return sum(_empty(tenant / name) for name in (keyed, unkeyed))
+
+
+def _empty(folder: Path) -> int:
+    """Delete an actor folder's records and the folders they leave empty; how many went."""
+    removed = 0
+    for path in sorted(folder.glob("*/*.json.gz")):
+        path.unlink(missing_ok=True)
+        removed += 1
+    for day in sorted(folder.glob("*"), reverse=True):
+        if day.is_dir() and not any(day.iterdir()):
+            day.rmdir()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    return removed

@@ -9,10 +9,11 @@ Layout::
     {prefix}{tenant}/{actor pseudonym}/{YYYY}/{MM}/{DD}/{eventId}.json.gz   the record (by occurredAt)
     {prefix}_by_id/{tenant}/{eventId}                                       pointer: body = the record's key
 
-The actor appears only as :func:`~episodic.domain.forgetting.pseudonyms.actor_pseudonym` (hex), exactly as in
+The actor appears only as its keyed pseudonym (:mod:`episodic.domain.forgetting.pseudonyms`), exactly as in
 the local archive: a record's key is copied into the audit record of its expiry or decay,
 and audit records are append-only, so a key holding the actor id would keep an erased
-actor's id for ever. Erasure of an actor knows the id, so it finds the actor's prefix again.
+actor's id for ever. Erasure of an actor knows the id, so it finds the actor's prefix again (and the
+unkeyed one that stores made before the key used).
 Every other path component is percent-encoded with the local archive's rule (``/`` and
 ``.`` included), so no id can climb out of its prefix or into another tenant's. The pointer
 makes lookup by id a single GET instead of a listing of the whole tenant (S3 can only list
@@ -45,7 +46,7 @@ from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from episodic.domain.errors import StorageError
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.domain.forgetting.pseudonyms import Pseudonyms, unkeyed_actor_pseudonym
 from episodic.domain.model import Episode
 
 _DELETE_BATCH = 1000
@@ -92,10 +93,18 @@ def _is_missing(exc: ClientError) -> bool:
 class S3ColdArchive:
     """:class:`episodic.application.ports.ColdArchive` on a versioned, KMS-encrypted S3 bucket."""
 
-    def __init__(self, client: Any, bucket: str, kms_key_id: str | None = None, prefix: str = "archive/") -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        pseudonyms: Pseudonyms,
+        kms_key_id: str | None = None,
+        prefix: str = "archive/",
+    ) -> None:
         if prefix and not prefix.endswith("/"):
             raise ValueError("prefix must be empty or end with '/'")
         self.client = client
+        self.pseudonyms = pseudonyms
         self.bucket = bucket
         self.prefix = prefix
         # Without a key id S3 uses the bucket's default KMS key (aws/s3 or the configured one).
@@ -108,13 +117,19 @@ class S3ColdArchive:
     def _tenant_prefix(self, tenant_id: str) -> str:
         return f"{self.prefix}{_tenant_component(tenant_id)}/"
 
-    def _actor_prefix(self, tenant_id: str, actor_id: str) -> str:
-        return f"{self._tenant_prefix(tenant_id)}{actor_pseudonym(tenant_id, actor_id)}/"
+    def _actor_prefixes(self, tenant_id: str, actor_id: str) -> tuple[str, str]:
+        """Where an actor's records are (its keyed pseudonym), then where stores made before the
+        key kept them (the unkeyed one)."""
+        tenant = self._tenant_prefix(tenant_id)
+        return (
+            f"{tenant}{self.pseudonyms.actor(tenant_id, actor_id)}/",
+            f"{tenant}{unkeyed_actor_pseudonym(tenant_id, actor_id)}/",
+        )
 
     def _record_key(self, episode: Episode) -> str:
         day = episode.occurred_at.strftime("%Y/%m/%d")
         name = f"{_component(episode.event_id)}{_RECORD_SUFFIX}"
-        return f"{self._actor_prefix(episode.tenant_id, episode.actor_id)}{day}/{name}"
+        return f"{self._actor_prefixes(episode.tenant_id, episode.actor_id)[0]}{day}/{name}"
 
     def _pointer_key(self, tenant_id: str, encoded_event_id: str) -> str:
         return f"{self.prefix}{_POINTER_DIR}/{_tenant_component(tenant_id)}/{encoded_event_id}"
@@ -191,14 +206,13 @@ class S3ColdArchive:
         record_keys: set[str] = set()
         removed = 0
         with _translated("list the actor's archive"):
-            pages = self.client.get_paginator("list_object_versions").paginate(
-                Bucket=self.bucket, Prefix=self._actor_prefix(tenant_id, actor_id)
-            )
-            for page in pages:
-                for entry in (*page.get("Versions", ()), *page.get("DeleteMarkers", ())):
-                    records.append({"Key": entry["Key"], "VersionId": entry["VersionId"]})
-                    record_keys.add(entry["Key"])
-                removed += sum(1 for v in page.get("Versions", ()) if v.get("IsLatest"))
+            for prefix in self._actor_prefixes(tenant_id, actor_id):
+                pages = self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=prefix)
+                for page in pages:
+                    for entry in (*page.get("Versions", ()), *page.get("DeleteMarkers", ())):
+                        records.append({"Key": entry["Key"], "VersionId": entry["VersionId"]})
+                        record_keys.add(entry["Key"])
+                    removed += sum(1 for v in page.get("Versions", ()) if v.get("IsLatest"))
         pointers: list[dict[str, str]] = []
         for key in sorted(record_keys):
             name = key.rsplit("/", 1)[-1]

@@ -25,6 +25,7 @@ file of an earlier format is upgraded once when it is opened (:mod:`.upgrade`).
 from __future__ import annotations
 
 import queue
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -182,6 +183,16 @@ class Database:
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
             upgrade(self._writer, SCHEMA_VERSION)
+
+    def pseudonym_key(self) -> bytes:
+        """The key of this file's actor pseudonyms, made on first use and kept in ``meta``
+        (every process opening the file reads the same one)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('pseudonym_key', ?)", (secrets.token_hex(32),)
+            )
+            (value,) = conn.execute("SELECT value FROM meta WHERE key = 'pseudonym_key'").fetchone()
+        return bytes.fromhex(value)
 
     def _open(self) -> sqlite3.Connection:
         """A connection with the settings durability and erasure rely on. ``isolation_level=None``

@@ -78,6 +78,11 @@ class SqliteStore:
         self.outbox = Outbox(self.database)
         maintenance.refresh_search_text()
 
+    def pseudonym_key(self) -> bytes:
+        """The key of this store's actor pseudonyms (:mod:`episodic.domain.forgetting.pseudonyms`),
+        kept in the database beside what it pseudonymises: a copy of the file carries it."""
+        return self.database.pseudonym_key()
+
     def close(self) -> None:
         self.vector_search.close()
         self.database.close()

@@ -23,7 +23,7 @@ class Archival:
         :class:`~episodic.application.usecases.expiry.Expiry`); returns how many. In AWS, TTL
         and the stream processor do this."""
         deps = self.deps
-        expiry = Expiry(deps.episodes, deps.archive)
+        expiry = Expiry(deps.episodes, deps.archive, deps.pseudonyms)
         expired = 0
         for episode in deps.scans.expired_episodes(now, limit):
             outcome = expiry.record_expiry(episode, now, by=SystemActor.SWEEP, audit_id=deps.ids(now), removed=False)

@@ -38,7 +38,7 @@ from episodic.application.ports import (
 from episodic.application.settings import Settings
 from episodic.domain.access import may_read
 from episodic.domain.errors import ForbiddenError, NotFoundError
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import AuditAction, AuditRecord, Caller, Episode, PolicyDecision
 from episodic.domain.policy import WritePolicy
 from episodic.domain.recall.ranking import Ranker
@@ -88,6 +88,7 @@ class Deps:
     policy: WritePolicy
     clock: Clock
     ranker: Ranker
+    pseudonyms: Pseudonyms
     backend: str = "custom"
     compaction: ErasureCompaction | None = None
     checkpoints: ChainCheckpoints | None = None
@@ -114,10 +115,10 @@ class Deps:
         **detail: Any,
     ) -> AuditRecord:
         """An audit record of ``action`` by ``caller``: ids, reason codes and hashes only. ``actor``
-        (the episode's) is kept as its pseudonym (:func:`~episodic.domain.forgetting.pseudonyms.actor_pseudonym`),
+        (the episode's) is kept as its pseudonym (:meth:`~episodic.domain.forgetting.pseudonyms.Pseudonyms.actor`),
         never in clear: the record outlives an erasure of the actor."""
         if actor is not None:
-            detail["actor"] = actor_pseudonym(caller.tenant_id, actor)
+            detail["actor"] = self.pseudonyms.actor(caller.tenant_id, actor)
         return AuditRecord(
             audit_id=self.ids(now),
             tenant_id=caller.tenant_id,

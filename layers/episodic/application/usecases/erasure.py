@@ -148,5 +148,7 @@ class Erasure:
                     reviewer=reviewer,
                 )
             )
-            closed.append(review.model_copy(update={"status": ReviewStatus.DENIED, "decided_at": now, "reviewer": reviewer}))
+            closed.append(
+                review.model_copy(update={"status": ReviewStatus.DENIED, "decided_at": now, "reviewer": reviewer})
+            )
         return closed

@@ -15,6 +15,7 @@ from enum import StrEnum
 from episodic.application.ports import Changes, ColdArchive, EpisodeStore
 from episodic.domain.errors import ConflictError
 from episodic.domain.forgetting.expiry import archived_on_expiry, expiry_detail
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import AuditAction, AuditRecord, Episode, SystemActor
 
 
@@ -32,9 +33,10 @@ class ExpiryOutcome(StrEnum):
 class Expiry:
     """Records expiries into the timeline's store and the cold archive."""
 
-    def __init__(self, episodes: EpisodeStore, archive: ColdArchive) -> None:
+    def __init__(self, episodes: EpisodeStore, archive: ColdArchive, pseudonyms: Pseudonyms) -> None:
         self.episodes = episodes
         self.archive = archive
+        self.pseudonyms = pseudonyms
 
     def record_expiry(
         self, episode: Episode, at: datetime, *, by: SystemActor, audit_id: str, removed: bool, **detail: str
@@ -54,7 +56,7 @@ class Expiry:
             principal_id=by,
             event_id=episode.event_id,
             policy_version=episode.policy_version,
-            detail={k: v for k, v in (expiry_detail(episode, key) | detail).items() if v is not None},
+            detail={k: v for k, v in (expiry_detail(episode, key, self.pseudonyms) | detail).items() if v is not None},
         )
         delete = [] if removed else [episode.event_id]
         try:

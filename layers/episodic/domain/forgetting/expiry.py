@@ -20,7 +20,7 @@ import hashlib
 import json
 from typing import Any
 
-from episodic.domain.forgetting.pseudonyms import actor_pseudonym
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import Episode, EventType, Status
 
 
@@ -35,11 +35,11 @@ def archived_on_expiry(episode: Episode) -> bool:
     return episode.event_type is not EventType.SESSION_SUMMARY and episode.status is not Status.PENDING_REVIEW
 
 
-def expiry_detail(episode: Episode, archive_key: str | None) -> dict[str, Any]:
+def expiry_detail(episode: Episode, archive_key: str | None, pseudonyms: Pseudonyms) -> dict[str, Any]:
     """The ``detail`` of an ``episode.expired`` audit record (``archiveKey`` None: not archived)."""
     detail: dict[str, Any] = {
         "reason": "retention_expired",
-        "actor": actor_pseudonym(episode.tenant_id, episode.actor_id),
+        "actor": pseudonyms.actor(episode.tenant_id, episode.actor_id),
         "archiveKey": archive_key,
         "contentHash": content_hash(episode),
         "eventType": episode.event_type.value,
