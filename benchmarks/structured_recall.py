@@ -110,7 +110,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "bench.db")
         populate(store, args.episodes, rng)
-        pseudonyms = Pseudonyms(store.pseudonym_key())
+        pseudonyms = Pseudonyms(store.pseudonym_key)
         service = MemoryService.build(
             store=store,
             pseudonyms=pseudonyms,

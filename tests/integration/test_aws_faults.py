@@ -297,7 +297,7 @@ def test_given_a_throttled_recall_audit_when_recalling_then_503_and_nothing_was_
 def stream_processor(aws) -> Iterator[None]:
     settings = aws.settings
     store = DynamoTimelineStore(aws.resources["dynamodb"], settings.timeline_table, settings.audit_table)
-    pseudonyms = Pseudonyms(store.pseudonym_key())
+    pseudonyms = Pseudonyms(store.pseudonym_key)
     archive = S3ColdArchive(aws.resources["s3"], settings.archive_bucket, pseudonyms, settings.archive_kms_key_id)
     stream.set_stream_processor(build_stream_processor(store.episodes, archive, pseudonyms))
     yield

@@ -33,7 +33,7 @@ class _Context:
 def wired(aws_resources):
     settings = aws_resources["settings"]
     store = DynamoTimelineStore(aws_resources["dynamodb"], settings.timeline_table, settings.audit_table)
-    pseudonyms = Pseudonyms(store.pseudonym_key())
+    pseudonyms = Pseudonyms(store.pseudonym_key)
     archive = S3ColdArchive(aws_resources["s3"], settings.archive_bucket, pseudonyms, settings.archive_kms_key_id)
     stream.set_stream_processor(build_stream_processor(store.episodes, archive, pseudonyms))
     yield store, archive

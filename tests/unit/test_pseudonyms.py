@@ -25,3 +25,17 @@ def test_given_a_short_key_when_pseudonyms_are_made_then_it_is_refused_and_the_k
     with pytest.raises(ValueError, match="at least 32 bytes"):
         Pseudonyms(b"too short")
     assert "\\x00" not in repr(Pseudonyms(bytes(32))) and "0" * 8 not in repr(Pseudonyms(bytes(32)))
+
+
+def test_given_a_stores_key_reader_when_pseudonyms_are_made_then_it_is_read_once_on_first_use():
+    reads = []
+
+    def read_key() -> bytes:
+        reads.append(1)
+        return bytes(range(32))
+
+    pseudonyms = Pseudonyms(read_key)
+    assert reads == []  # building a service calls no store
+    assert pseudonyms.actor("acme", "gail") == Pseudonyms(bytes(range(32))).actor("acme", "gail")
+    pseudonyms.actor("acme", "hal")
+    assert reads == [1]

@@ -69,7 +69,7 @@ def build_aws_service(
         notifier = StepFunctionsReviewWorkflow(stepfunctions, settings.review_state_machine_arn, store.review_tokens)
     from episodic.adapters.summarisers.extractive import ExtractiveSummariser
 
-    pseudonyms = Pseudonyms(store.pseudonym_key())
+    pseudonyms = Pseudonyms(store.pseudonym_key)
     return MemoryService.build(
         store=store,
         pseudonyms=pseudonyms,
@@ -185,7 +185,7 @@ def stream_processor_from_settings(settings: Settings) -> TimelineStreamProcesso
     store = DynamoTimelineStore(
         boto3.client("dynamodb", region_name=settings.aws_region), settings.timeline_table, settings.audit_table
     )
-    pseudonyms = Pseudonyms(store.pseudonym_key())
+    pseudonyms = Pseudonyms(store.pseudonym_key)
     archive = S3ColdArchive(
         boto3.client("s3", region_name=settings.aws_region),
         settings.archive_bucket,

@@ -64,7 +64,7 @@ def build_local_service(
         on_erasures=ahead.forget,  # the names offered and kept for a tenant go with its episodes
         on_new_texts=ahead.offer if settings.names_ahead and ahead.useful else None,
     )
-    pseudonyms = Pseudonyms(store.pseudonym_key())
+    pseudonyms = Pseudonyms(store.pseudonym_key)
     sender, closers = _webhook(settings), [ahead.close, store.close]
     if sender is not None:
         store.outbox.start_from_now()

@@ -60,7 +60,7 @@ def store(tmp_path, embedder, empty_database) -> Iterator[SqliteStore]:
 
 @pytest.fixture
 def archive(tmp_path, store) -> FolderArchive:
-    return FolderArchive(tmp_path / "archive", Pseudonyms(store.pseudonym_key()))
+    return FolderArchive(tmp_path / "archive", Pseudonyms(store.pseudonym_key))
 
 
 @pytest.fixture

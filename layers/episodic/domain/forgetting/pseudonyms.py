@@ -16,25 +16,42 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 
 MIN_KEY_BYTES = 32
 
 
 class Pseudonyms:
-    """A deployment's actor pseudonyms, under its key."""
+    """A deployment's actor pseudonyms, under its key: the key itself, or the store's way to
+    read it, called on first use (building a service makes no call to its store)."""
 
-    def __init__(self, key: bytes) -> None:
-        if len(key) < MIN_KEY_BYTES:
-            raise ValueError(f"a pseudonym key needs at least {MIN_KEY_BYTES} bytes")
-        self._key = key
+    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
+        self._key: bytes | None = None
+        self._load: Callable[[], bytes] | None = None
+        if isinstance(key, bytes):
+            self._key = _checked(key)
+        else:
+            self._load = key
 
     def actor(self, tenant_id: str, actor_id: str) -> str:
         """A stable stand-in for ``actor_id`` within ``tenant_id`` (32 hex characters) that
         nobody without the key can compute or reverse."""
-        return hmac.new(self._key, f"{tenant_id}/{actor_id}".encode(), hashlib.sha256).hexdigest()[:32]
+        return hmac.new(self._secret(), f"{tenant_id}/{actor_id}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    def _secret(self) -> bytes:
+        if self._key is None:
+            assert self._load is not None
+            self._key = _checked(self._load())  # racing threads read the same stored key
+        return self._key
 
     def __repr__(self) -> str:  # never the key
         return "Pseudonyms(<key>)"
+
+
+def _checked(key: bytes) -> bytes:
+    if len(key) < MIN_KEY_BYTES:
+        raise ValueError(f"a pseudonym key needs at least {MIN_KEY_BYTES} bytes")
+    return key
 
 
 def unkeyed_actor_pseudonym(tenant_id: str, actor_id: str) -> str:
