@@ -32,7 +32,11 @@ def test_given_a_data_dir_when_maintenance_commands_run_then_they_report_and_act
     assert main(["summarize", "--data-dir", str(data)]) == 0
     out = capsys.readouterr().out
     assert "1 actor(s) summarised" in out
-    assert [cell.strip() for cell in row(out, "backup-bot")[:4]] == ["acme", "backup-bot", "6", "allow"]
+    first = [cell.strip() for cell in row(out, "backup-bot")]
+    assert first[:4] == ["acme", "backup-bot", "6", "allow"]
+    assert main(["summarize", "--data-dir", str(data)]) == 0  # run again: nothing new, no second digest
+    again = [cell.strip() for cell in row(capsys.readouterr().out, "backup-bot")]
+    assert again == [*first[:3], "kept", first[4]]
     assert main(["reembed", "--data-dir", str(data)]) == 0
     assert "done: 0 episode(s) re-embedded" in capsys.readouterr().out
 

@@ -13,7 +13,7 @@ import pytest
 from episodic.application.usecases.summarisation import SUMMARY_MAX_SOURCES, Summarisation
 from episodic.domain.digests.citations import cite
 from episodic.domain.errors import EpisodicError, InvalidRequestError
-from episodic.domain.model import Decision, EventType, PrivacyClass, ProposedBy
+from episodic.domain.model import Decision, EventType, PrivacyClass, ProposedBy, TimelineRequest
 from tests.support.factories import AGENT, proposal
 from tests.unit.usecases.doubles import ScriptedSummariserDouble
 
@@ -228,3 +228,29 @@ def test_given_earlier_digests_in_the_window_when_summarised_then_they_take_no_p
     result = summarisation.summarise_actor("acme", "cust-jo", clock.now() - timedelta(hours=24), clock.now())
     assert result.decision is Decision.ALLOW
     assert set(store.episodes.get("acme", result.event_id).source_refs) == {cite(i) for i in written}
+
+
+def test_given_a_digested_window_when_summarised_again_later_then_no_copy_is_written_and_the_digest_answers(
+    summarisation, writes, reads, clock
+):
+    _events(writes, clock, "cust-kim", 7)
+    first = summarisation.summarise()
+    clock.advance(minutes=30)  # a second run: the window ends at another "now", its key differs
+    again = summarisation.summarise()
+    assert [o.event_id for o in again] == [first[0].event_id] and again[0].reasons == ["already_digested"]
+    digests = [e for e in reads.timeline(AGENT, TimelineRequest(actor_id="cust-kim")).items
+               if e.event_type is EventType.SESSION_SUMMARY]  # fmt: skip
+    assert [d.event_id for d in digests] == [first[0].event_id]
+
+
+def test_given_enough_new_events_since_the_last_digest_when_summarised_then_the_new_digest_cites_only_them(
+    summarisation, writes, reads, clock
+):
+    old = _events(writes, clock, "cust-lou", 6, start_hours_ago=20)
+    first = summarisation.summarise()[0]
+    new = _events(writes, clock, "cust-lou", 6, start_hours_ago=5)
+    clock.advance(minutes=5)
+    second = summarisation.summarise()[0]
+    assert second.event_id != first.event_id and second.reasons != ["already_digested"]
+    cited = reads.get(AGENT, second.event_id).source_refs
+    assert sorted(cited) == sorted(cite(i) for i in new) and not set(cited) & {cite(i) for i in old}

@@ -18,6 +18,7 @@ from episodic.domain.model import (
     BusyActor,
     Caller,
     Confidence,
+    Decision,
     DigestOutcome,
     Episode,
     EpisodeProposal,
@@ -31,6 +32,8 @@ from episodic.domain.model import (
     TimelineRequest,
 )
 
+DIGEST_TAG = "digest"
+"""The tag of a daily digest (a session's handoff summary is tagged ``handoff``)."""
 SUMMARY_MAX_SOURCES = 50
 """A digest cites at most this many events (the sourceRefs limit); the newest are kept."""
 
@@ -50,19 +53,41 @@ class Summarisation:
     def summarise_actor(
         self, tenant_id: str, actor_id: str, window_start: datetime, window_end: datetime
     ) -> RememberResult:
-        """Write a digest of one actor's window whose sourceRefs cite every event it summarises;
-        the idempotency key makes a re-run of the same window a replay, not a copy."""
+        """Write a digest of one actor's window whose sourceRefs cite every event it summarises.
+
+        Each event is digested once: only events that occurred after the actor's newest digest
+        in the window count, and when too few are left that digest is the answer (reason
+        ``already_digested``), so running the summarisation again writes no copy. The
+        idempotency key makes a retry of a write that failed part-way a replay."""
         caller = Caller(
             tenant_id=tenant_id, role=Role.AGENT, principal_id=SystemActor.SUMMARISER, provenance=ProposedBy.WORKFLOW
         )
-        sources = self._sources(caller, actor_id, window_start, window_end)
+        newest = self._newest_digest(caller, actor_id, window_start, window_end)
+        start = window_start if newest is None else max(window_start, newest.occurred_at)
+        sources = [
+            e for e in self._sources(caller, actor_id, start, window_end) if newest is None or e.occurred_at > start
+        ]
         if len(sources) <= self.deps.settings.summary_min_events:
+            if newest is not None:
+                return RememberResult(
+                    decision=Decision.ALLOW, reasons=["already_digested"], policy_version=newest.policy_version,
+                    event_id=newest.event_id, status=newest.status,
+                )  # fmt: skip
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
-        proposal = self.summary_proposal(actor_id, sources, "digest")
+        proposal = self.summary_proposal(actor_id, sources, DIGEST_TAG)
         if proposal is None:
             raise InvalidRequestError("the summariser found nothing to say about the window", events=len(sources))
         key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
         return self.writes.remember(caller, proposal, idempotency_key=key)
+
+    def _newest_digest(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> Episode | None:
+        """The actor's newest daily digest of the window (its time is its newest source's)."""
+        request = TimelineRequest(
+            actor_id=actor_id, event_types=[EventType.SESSION_SUMMARY], tags=[DIGEST_TAG],
+            occurred_after=start, occurred_before=end, limit=1,
+        )  # fmt: skip
+        page = self.reads.timeline(caller, request)
+        return page.items[0] if page.items else None
 
     def summary_proposal(
         self,

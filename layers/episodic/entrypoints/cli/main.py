@@ -49,7 +49,7 @@ def _summarize(args: argparse.Namespace) -> int:
             o.tenant_id,
             o.actor_id,
             o.events,
-            "FAILED" if o.failed else o.decision,
+            "FAILED" if o.failed else ("kept" if o.reasons == ["already_digested"] else o.decision),
             o.error or o.event_id or " ".join(o.reasons or []),
         )
         for o in outcomes
