@@ -44,6 +44,8 @@ REST_SECONDS = 0.1
 """How long the thread rests after the offers it took, before it takes more."""
 IDLE_POLL_SECONDS = 0.005
 """How often the thread looks again whether the embedder is idle."""
+CLOSE_WAIT_SECONDS = 5.0
+"""How long :meth:`NamesAhead.close` waits for the thread's current pass to end."""
 
 
 class NamesAhead:
@@ -90,13 +92,18 @@ class NamesAhead:
         self._forget_kept(tenant)
 
     def close(self) -> None:
-        """Stop: what is offered from now on, or waits, is dropped, and the thread ends."""
+        """Stop: what is offered from now on, or waits, is dropped, and the thread ends -- waited
+        for, up to :data:`CLOSE_WAIT_SECONDS`, so that a process about to exit does not leave
+        a pass of the model's native runtime running under it."""
         with self._lock:
             self._closed = True
             self._forgotten.clear()
             self._seen.clear()
+            thread = self._thread
         with contextlib.suppress(queue.Full):  # full: the thread is busy, and sees ``_closed`` before its next pass
             self._offers.put_nowait(("", -1, ()))  # wakes a thread waiting for an offer
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(CLOSE_WAIT_SECONDS)
 
     def _work(self) -> None:
         """Forever: take the offers waiting, embed their new names, then rest :data:`REST_SECONDS`
