@@ -268,6 +268,7 @@ class DataStores(Construct):
                     sid="PseudonymKeyEncryption",
                     actions=["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
                     resources=[self.key.key_arn],
+                    conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{cdk.Aws.REGION}.amazonaws.com"}},
                 ),
             ],
         )

@@ -42,6 +42,8 @@ def leading_keys(*patterns: str) -> dict[str, dict[str, object]]:
     return {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(patterns)},
         "Null": {"dynamodb:LeadingKeys": "false", "aws:PrincipalTag/tenantId": "false"},
+        # An empty tag would make the pattern ``#*``, the service's own items (the pseudonym key).
+        "StringLike": {"aws:PrincipalTag/tenantId": "?*"},
     }
 
 

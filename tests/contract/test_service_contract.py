@@ -151,11 +151,13 @@ def test_given_a_write_under_review_when_erased_then_its_review_is_denied_and_ca
 def test_given_a_decided_review_when_its_episode_is_erased_then_the_reviewers_note_goes(service):
     held = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content", actorId="gail"))
     service.reviews.decide_review(OPERATOR, held.review_id, approve=True, note="checked with Gail's manager")
+    denied = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content", actorId="gail"))
+    service.reviews.decide_review(OPERATOR, denied.review_id, approve=False, note="Gail pasted an ad")  # deleted now
     kept = service.writes.remember(AGENT, proposal(sourceTrust="untrusted_content", actorId="hal"))
     service.reviews.decide_review(OPERATOR, kept.review_id, approve=True, note="fine")
     service.erasure.erase_actor(OPERATOR, "gail")
     notes = {v.review.review_id: v.review.note for v in service.reviews.list_reviews(OPERATOR, status=None)}
-    assert notes == {held.review_id: None, kept.review_id: "fine"}
+    assert notes == {held.review_id: None, denied.review_id: None, kept.review_id: "fine"}
     assert service.deps.reviews.get_review("acme", held.review_id).status == "approved"
 
 
@@ -369,6 +371,20 @@ def test_given_a_batch_written_with_a_key_when_one_item_is_erased_then_its_repla
     service.erasure.erase(AGENT, first[0].event_id)
     with pytest.raises(ConflictError, match="erased"):
         service.writes.remember_batch(AGENT, items, idempotency_key="pets")
+
+
+def test_given_a_held_write_with_a_key_when_erased_or_denied_then_its_replay_conflicts(service):
+    """A replay of a held write would answer 202 "pending_review" for a write that is gone."""
+    held = proposal(sourceTrust="untrusted_content")
+    first = service.writes.remember(AGENT, held, idempotency_key="held-1")
+    assert service.writes.remember(AGENT, held, idempotency_key="held-1").review_id == first.review_id
+    service.erasure.erase(AGENT, first.event_id)
+    with pytest.raises(ConflictError, match="erased"):
+        service.writes.remember(AGENT, held, idempotency_key="held-1")
+    second = service.writes.remember(AGENT, held, idempotency_key="held-2")
+    service.reviews.decide_review(OPERATOR, second.review_id, approve=False)
+    with pytest.raises(ConflictError, match="denied at review"):
+        service.writes.remember(AGENT, held, idempotency_key="held-2")
 
 
 def test_given_private_episodes_when_an_agent_lists_the_tenant_timeline_then_only_actor_scoped_reads_show_them(

@@ -17,10 +17,10 @@ be read but not changed by this caller answers 403 (:class:`ActorNotCoveredError
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 from episodic.domain.errors import ActorNotCoveredError, NotFoundError
+from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import Caller, Episode, PrivacyClass, Role, Status
 
 ACTOR_SCOPED_PRIVACY = (PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE)
@@ -63,14 +63,15 @@ def require_changeable(caller: Caller, episode: Episode, doing: str, *, pending:
     require_covered(caller, [episode.actor_id], doing)
 
 
-def acting_for(caller: Caller, actors: tuple[str, ...]) -> Caller:
+def acting_for(caller: Caller, actors: tuple[str, ...], pseudonyms: Pseudonyms) -> Caller:
     """``caller`` narrowed to ``actors`` for one request (a tenant-wide backend saying whom it
     serves, or a bound credential choosing among its actors). Narrowing never widens: every
     actor must be covered already; and it makes an agent of any role, so a model handed an
     operator's credential through a narrowing client still cannot read what reviewers read.
-    The audit names the narrowed principal by a hash of the actors, never by their ids."""
+    The audit names the narrowed principal by a pseudonym of the actors (keyed, like an actor's:
+    :mod:`~episodic.domain.forgetting.pseudonyms`), never by their ids."""
     require_covered(caller, actors, "act")
-    digest = hashlib.sha256("\n".join(sorted(actors)).encode()).hexdigest()[:12]
+    digest = pseudonyms.actor(caller.tenant_id, "\n".join(sorted(actors)))[:12]
     return Caller(
         tenant_id=caller.tenant_id,
         role=Role.AGENT,

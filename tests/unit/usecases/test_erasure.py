@@ -11,7 +11,6 @@ import pytest
 
 from episodic.application.ports import AuditQuery
 from episodic.application.usecases.archival import Archival
-from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.erasure import Erasure
 from episodic.domain.digests.citations import cite
 from episodic.domain.errors import ForbiddenError, NotFoundError, StorageError
@@ -73,7 +72,7 @@ def test_given_an_episode_when_erased_then_it_is_gone_and_its_tombstone_holds_a_
 
 
 def test_given_a_digest_and_an_ordinary_episode_citing_it_when_erased_then_only_the_digest_cascades(
-    writes, erasure, store
+    writes, erasure, store, deps
 ):
     source = writes.remember(AGENT, proposal()).event_id
     digest = _digest_citing(writes, source)
@@ -85,7 +84,9 @@ def test_given_a_digest_and_an_ordinary_episode_citing_it_when_erased_then_only_
     assert store.episodes.get("acme", digest) is None and store.episodes.get("acme", citing_note) is not None
     tombstones = _tombstones(store)
     assert tombstones[digest].detail["cascade"] is True and tombstones[source].detail["cascade"] is False
-    assert {t.detail["reason"] for t in tombstones.values()} == {"user request #12"}
+    assert {t.detail["reason"] for t in tombstones.values()} == {"erasure_requested"}  # a code, never the words
+    assert {t.detail["reasonHash"] for t in tombstones.values()} == {deps.pseudonyms.text("user request #12")}
+    assert "user request" not in str([t.detail for t in tombstones.values()])
 
 
 def test_given_an_episode_only_in_the_archive_when_erased_then_the_copy_is_deleted_and_a_tombstone_left(
@@ -153,7 +154,8 @@ def test_given_an_actor_when_erased_then_every_trace_goes_and_the_audit_names_on
     assert {t.detail["reason"] for t in _tombstones(store).values()} == {"actor_erasure_requested"}
     records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="actor.erased"))
     assert records[0].detail == {
-        "actorHash": hash_text("acme/user-1"),
+        "actorHash": deps.pseudonyms.actor("acme", "user-1"),  # keyed: a guess cannot be confirmed
+        "reason": "actor_erasure_requested",
         "erasedEpisodes": 2,
         "archivedRecordsDeleted": 1,
     }
@@ -174,3 +176,56 @@ def test_given_a_retained_episode_in_the_archive_when_an_agent_erases_it_then_on
     with pytest.raises(ForbiddenError):
         erasure.erase(AGENT, retained.event_id)
     assert archive.contains("acme", retained.event_id)
+
+
+def test_given_many_summaries_citing_an_episode_when_a_later_commit_fails_then_a_retry_finishes_the_erasure(
+    writes, erasure, store, monkeypatch
+):
+    """The citing summaries go first and the episode itself last: a failure part-way leaves the
+    episode, so a retry finds it (and what still cites it) instead of answering 404."""
+    source = writes.remember(AGENT, proposal()).event_id
+    digests = [_digest_citing(writes, source) for _ in range(25)]  # more than one change set
+    real_apply, calls = store.episodes.apply, []
+
+    def failing_second(changes):
+        calls.append(changes)
+        if len(calls) == 2:
+            raise StorageError("the disk is full")
+        return real_apply(changes)
+
+    monkeypatch.setattr(store.episodes, "apply", failing_second)
+    with pytest.raises(StorageError):
+        erasure.erase(AGENT, source)
+    assert store.episodes.get("acme", source) is not None
+    monkeypatch.setattr(store.episodes, "apply", real_apply)
+    result = erasure.erase(AGENT, source)
+    assert result.erased[0] == source
+    assert all(store.episodes.get("acme", d) is None for d in [source, *digests])
+
+
+def test_given_a_review_workflow_that_cannot_be_told_when_its_write_is_erased_then_the_erasure_completes(
+    writes, erasure, store, notifier, compaction, monkeypatch, caplog
+):
+    held = writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+
+    def unreachable(review):
+        raise RuntimeError("Step Functions is throttling")
+
+    monkeypatch.setattr(notifier, "review_decided", unreachable)
+    erasure.erase(AGENT, held.event_id)
+    assert store.episodes.get("acme", held.event_id) is None and compaction.calls == 1
+    assert store.reviews.get_review("acme", held.review_id).status == "denied"
+    assert "could not tell a review's workflow" in caplog.text
+
+
+def test_given_a_review_denied_with_a_note_when_its_actor_is_erased_then_the_note_goes_too(
+    writes, erasure, store, deps
+):
+    """A denied write is deleted at once; its review (and note) is found by the actor's pseudonym."""
+    from episodic.application.usecases.reviews import Reviews
+
+    held = writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    Reviews(deps, writes).decide_review(OPERATOR, held.review_id, approve=False, note="user-1 pasted a vendor ad")
+    erasure.erase_actor(OPERATOR, "user-1")
+    review = store.reviews.get_review("acme", held.review_id)
+    assert review.status == "denied" and review.note is None

@@ -9,7 +9,6 @@ import pytest
 
 from episodic.application.ports import AuditQuery
 from episodic.application.settings import Settings
-from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.feedback import Feedback
 from episodic.domain.errors import NotFoundError
 from episodic.domain.forgetting.retention import retention_score
@@ -42,14 +41,14 @@ def test_given_feedback_when_recorded_then_the_stored_retention_score_is_recompu
 
 
 def test_given_feedback_with_and_without_a_note_when_audited_then_only_a_hash_of_the_note_is_kept(
-    writes, feedback, store
+    writes, feedback, store, deps
 ):
     event_id = writes.remember(AGENT, proposal()).event_id
     feedback.feedback(AGENT, event_id, helpful=False, note="outdated: moved to XML")
     feedback.feedback(AGENT, event_id, helpful=True)
     records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", event_id=event_id, action="feedback.recorded"))
     assert [r.detail for r in records] == [
-        {"helpful": False, "noteHash": hash_text("outdated: moved to XML")},
+        {"helpful": False, "noteHash": deps.pseudonyms.text("outdated: moved to XML")},
         {"helpful": True},
     ]
 

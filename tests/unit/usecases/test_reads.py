@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from episodic.application.ports import AuditQuery
-from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.reads import Reads, scope_for
 from episodic.domain.errors import NotFoundError, StorageError
 from episodic.domain.model import Caller, PrivacyClass, RecallRequest, Role, Status, TimelineRequest
@@ -65,7 +64,9 @@ def test_given_a_private_episode_when_an_operator_recalls_unscoped_then_it_is_no
     assert [i.episode.event_id for i in scoped.items] == [private.event_id]
 
 
-def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_and_counted(writes, reads, store, clock):
+def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_and_counted(
+    writes, reads, store, clock, deps
+):
     written = writes.remember(AGENT, proposal())
     clock.advance(hours=1)
     response = reads.recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1"))
@@ -74,7 +75,7 @@ def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_an
     assert [r.audit_id for r in records] == [response.recall_id]
     assert records[0].detail == {
         "eventIds": [written.event_id],
-        "queryHash": hash_text("invoices as PDF"),
+        "queryHash": deps.pseudonyms.text("invoices as PDF"),
         "actorScoped": True,
     }
     counted = store.episodes.get("acme", written.event_id)
@@ -82,11 +83,11 @@ def test_given_a_recall_when_served_then_it_is_audited_without_the_query_text_an
     assert response.degraded == []
 
 
-def test_given_a_question_that_is_only_a_time_phrase_when_served_then_its_hash_is_audited(writes, reads, store):
+def test_given_a_question_that_is_only_a_time_phrase_when_served_then_its_hash_is_audited(writes, reads, store, deps):
     writes.remember(AGENT, proposal())
     reads.recall(AGENT, RecallRequest(query="  what happened yesterday? "))
     records, _ = store.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
-    assert records[0].detail["queryHash"] == hash_text("what happened yesterday?")
+    assert records[0].detail["queryHash"] == deps.pseudonyms.text("what happened yesterday?")
 
 
 def test_given_no_query_when_recalling_then_nothing_is_embedded_and_the_newest_come_first(

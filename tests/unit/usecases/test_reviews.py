@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from episodic.application.ports import AuditQuery
-from episodic.application.usecases.deps import hash_text
 from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.reviews import Reviews
 from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
@@ -44,7 +43,7 @@ def test_given_a_held_write_when_approved_then_it_is_active_audited_and_the_work
     assert records[0].detail == {
         "reviewId": held.review_id,
         "reviewer": OPERATOR.principal_id,
-        "noteHash": hash_text("checked the vendor page"),
+        "noteHash": deps.pseudonyms.text("checked the vendor page"),
         "actor": deps.pseudonyms.actor("acme", "user-1"),  # the episode's actor, never in clear
     }
 
@@ -165,6 +164,8 @@ def test_given_a_held_write_past_its_retention_when_swept_then_it_is_gone_withou
     assert expired.detail["archived"] is False
     with pytest.raises(NotFoundError):
         Archival(deps).restore(OPERATOR, held.event_id, expires_at=clock.now() + timedelta(days=30))
-    view = reviews.decide_review(OPERATOR, held.review_id, approve=True)
-    assert view.review.status is ReviewStatus.APPROVED and view.episode is None
+    with pytest.raises(ConflictError, match="gone"):  # nothing left to activate
+        reviews.decide_review(OPERATOR, held.review_id, approve=True)
+    view = reviews.decide_review(OPERATOR, held.review_id, approve=False)
+    assert view.review.status is ReviewStatus.DENIED and view.episode is None
     assert store.episodes.get("acme", held.event_id) is None

@@ -51,9 +51,10 @@ class ReviewReads:
         return reviews[:limit]
 
     @storage_errors("read")
-    def reviews_of(self, tenant_id: str, event_ids: Collection[str]) -> list[Review]:
+    def reviews_of(self, tenant_id: str, event_ids: Collection[str], actor: str | None = None) -> list[Review]:
         wanted = set(event_ids)
-        return [r for r in self.list_reviews(tenant_id, None, sys.maxsize) if r.event_id in wanted]
+        reviews = self.list_reviews(tenant_id, None, sys.maxsize)
+        return [r for r in reviews if r.event_id in wanted or (actor is not None and r.actor == actor)]
 
     @storage_errors("read")
     def reviews_requested_before(self, before: datetime, limit: int) -> list[Review]:

@@ -61,16 +61,18 @@ class DynamoTimelineStore:
         racing processes agree), kept and backed up with the data it pseudonymises."""
         db = self.database
         key = to_item({"pk": t.SERVICE_PK, "sk": t.PSEUDONYM_KEY_SK})
-        try:
-            db.client.put_item(
-                TableName=db.table,
-                Item={**key, "key": {"S": secrets.token_hex(32)}},
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as exc:
-            if not condition_failed(exc):
-                raise
-        item = db.client.get_item(TableName=db.table, Key=key, ConsistentRead=True)["Item"]
+        item = db.client.get_item(TableName=db.table, Key=key, ConsistentRead=True).get("Item")
+        if item is None:
+            try:
+                db.client.put_item(
+                    TableName=db.table,
+                    Item={**key, "key": {"S": secrets.token_hex(32)}},
+                    ConditionExpression="attribute_not_exists(pk)",
+                )
+            except ClientError as exc:
+                if not condition_failed(exc):
+                    raise
+            item = db.client.get_item(TableName=db.table, Key=key, ConsistentRead=True)["Item"]
         return bytes.fromhex(item["key"]["S"])
 
     def close(self) -> None:

@@ -88,10 +88,11 @@ class Governance:
         rows = self.db.query(sql + " ORDER BY requested_at LIMIT ?", (*params, limit))
         return [Review.model_validate_json(r[0]) for r in rows]
 
-    def reviews_of(self, tenant_id: str, event_ids: Collection[str]) -> list[Review]:
+    def reviews_of(self, tenant_id: str, event_ids: Collection[str], actor: str | None = None) -> list[Review]:
         rows = self.db.query(
-            "SELECT doc FROM reviews WHERE tenant_id = ? AND event_id IN (SELECT value FROM json_each(?))",
-            (tenant_id, json.dumps(list(event_ids))),
+            "SELECT doc FROM reviews WHERE tenant_id = ? AND "
+            "(event_id IN (SELECT value FROM json_each(?)) OR json_extract(doc, '$.actor') = ?)",
+            (tenant_id, json.dumps(list(event_ids)), actor),
         )
         return [Review.model_validate_json(r[0]) for r in rows]
 

@@ -45,9 +45,10 @@ class ReviewQueue(Protocol):
         """Pending reviews of every tenant requested before ``before`` (for the timeout sweep)."""
         ...
 
-    def reviews_of(self, tenant_id: str, event_ids: Collection[str]) -> list[Review]:
-        """The tenant's reviews, in any status, of these episodes (for their erasure). Reviews are
-        made at a human's pace, so a store may read all of a tenant's to find them."""
+    def reviews_of(self, tenant_id: str, event_ids: Collection[str], actor: str | None = None) -> list[Review]:
+        """The tenant's reviews, in any status, of these episodes or of writes by ``actor`` (its
+        pseudonym), for their erasure. Reviews are made at a human's pace, so a store may read all
+        of a tenant's to find them."""
         ...
 
 

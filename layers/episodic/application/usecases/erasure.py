@@ -4,15 +4,18 @@ with a content hash, never the text."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import datetime
 
 from episodic.application.ports import Changes, ReviewChange
-from episodic.application.usecases.deps import Deps, hash_text, require_operator
+from episodic.application.usecases.deps import Deps, require_operator
 from episodic.domain.access import require_changeable
 from episodic.domain.errors import ForbiddenError, NotFoundError
 from episodic.domain.forgetting.expiry import content_hash
 from episodic.domain.model import AuditAction, Caller, Episode, ErasureResult, Review, ReviewStatus, SystemActor
+
+log = logging.getLogger(__name__)
 
 ERASURE_CHUNK = 20
 """Episodes erased per change set. A set commits at once, and on DynamoDB in one transaction
@@ -37,7 +40,7 @@ class Erasure:
         require_changeable(caller, episode, "erase an episode", pending=True)
         if not episode.retention.delete_on_request and not caller.is_operator:
             raise ForbiddenError("this episode is retained (deleteOnRequest=false); an operator must erase it")
-        return self._erase_ids(caller, [event_id], reason or "erasure_requested", scope="episode")
+        return self._erase_ids(caller, [event_id], self._reason("erasure_requested", reason), scope="episode")
 
     def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> ErasureResult:
         """Erase everything about an actor: timeline, index, archive, derived summaries."""
@@ -45,7 +48,8 @@ class Erasure:
         deps = self.deps
         ids = deps.episodes.event_ids_of_actor(caller.tenant_id, actor_id)
         archived = deps.archive.delete_actor(caller.tenant_id, actor_id)  # copies first: see _erase_ids
-        result = self._erase_ids(caller, ids, reason or "actor_erasure_requested", scope="actor")
+        why = self._reason("actor_erasure_requested", reason)
+        result = self._erase_ids(caller, ids, why, scope="actor", actor_id=actor_id)
         now = deps.clock.now()
         erased = deps.audit(
             caller,
@@ -53,37 +57,64 @@ class Erasure:
             now,
             None,
             None,
-            actorHash=hash_text(f"{caller.tenant_id}/{actor_id}"),
+            actorHash=deps.pseudonyms.actor(caller.tenant_id, actor_id),
+            **why,
             erasedEpisodes=len(result.erased),
             archivedRecordsDeleted=archived,
         )
         deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[erased]))
         return result.model_copy(update={"archived_records_deleted": result.archived_records_deleted + archived})
 
-    def _erase_ids(self, caller: Caller, ids: list[str], reason: str, scope: str) -> ErasureResult:
+    def _reason(self, code: str, given: str | None) -> dict[str, str | None]:
+        """What the audit keeps of why: a reason code, and the caller's own words only as a keyed
+        hash (they may name the person whose data goes: "request from alice@example.com")."""
+        return {"reason": code, "reasonHash": self.deps.pseudonyms.text(given) if given else None}
+
+    def _erase_ids(
+        self, caller: Caller, ids: list[str], reason: dict[str, str | None], scope: str, actor_id: str | None = None
+    ) -> ErasureResult:
         """Archive copies go first, then the timeline with its tombstones, in change sets of
-        :data:`ERASURE_CHUNK` episodes: if a step fails the caller gets an error and a retry
-        finishes the job, and no failure leaves a copy of erased text behind a tombstone that
-        says it is gone."""
+        :data:`ERASURE_CHUNK` episodes, the summaries citing the episodes before the episodes
+        themselves: if a step fails the caller gets an error and a retry (which finds the
+        episodes still there, and what still cites them) finishes the job, and no failure leaves
+        a copy of erased text behind a tombstone that says it is gone. Erasing an actor
+        (``actor_id``) also reaches the reviews of its writes that are gone already (denied)."""
         deps = self.deps
         with self._lock:
             now = deps.clock.now()
-            cascade = deps.episodes.summaries_citing(caller.tenant_id, ids) if ids else []
-            all_ids = list(dict.fromkeys([*ids, *cascade]))
-            reviews = deps.reviews.reviews_of(caller.tenant_id, all_ids) if all_ids else []
-            archived = 0
-            for start in range(0, len(all_ids), ERASURE_CHUNK):
-                chunk = all_ids[start : start + ERASURE_CHUNK]
-                cascaded = {i for i in chunk if i in cascade and i not in ids}
-                archived += self._erase_chunk(caller, chunk, cascaded, reviews, reason, scope, now)
+            cited = deps.episodes.summaries_citing(caller.tenant_id, ids) if ids else []
+            cascaded = [i for i in dict.fromkeys(cited) if i not in ids]
+            order = [*cascaded, *dict.fromkeys(ids)]
+            actor = deps.pseudonyms.actor(caller.tenant_id, actor_id) if actor_id is not None else None
+            reviews = deps.reviews.reviews_of(caller.tenant_id, order, actor) if order or actor else []
+            archived, closed, erased = 0, list[Review](), set(order)
+            for start in range(0, len(order), ERASURE_CHUNK):
+                chunk = order[start : start + ERASURE_CHUNK]
+                archived += self._erase_chunk(caller, chunk, set(cascaded), reviews, reason, scope, now, closed)
+            gone = [r for r in reviews if r.event_id not in erased]  # their writes were denied before
+            for start in range(0, len(gone), ERASURE_CHUNK):
+                changes = Changes(tenant_id=caller.tenant_id)
+                closed += self._stage_reviews(caller, gone[start : start + ERASURE_CHUNK], {}, changes, now)
+                deps.episodes.apply(changes)
             if deps.compaction is not None:
                 deps.compaction.compact_after_erasure()
             forget_tenant = getattr(deps.embedder, "forget_tenant", None)
             if forget_tenant is not None:  # names recall widened with may be words of what went
                 forget_tenant(caller.tenant_id)
+        self._let_workflows_go(closed)
         return ErasureResult(
-            erased=all_ids, cascaded=[i for i in cascade if i not in ids], archived_records_deleted=archived
+            erased=[*dict.fromkeys(ids), *cascaded], cascaded=cascaded, archived_records_deleted=archived
         )
+
+    def _let_workflows_go(self, closed: list[Review]) -> None:
+        """Tell the review workflows of the reviews erasure denied; one that cannot be told is
+        logged, not raised (the erasure is done; its workflow ends at its timeout, which finds
+        the review closed)."""
+        for review in closed:
+            try:
+                self.deps.notifier.review_decided(review)
+            except Exception:
+                log.warning("could not tell a review's workflow that erasure closed it", exc_info=True)
 
     def _erase_chunk(
         self,
@@ -91,11 +122,13 @@ class Erasure:
         chunk: list[str],
         cascaded: set[str],
         reviews: list[Review],
-        reason: str,
+        reason: dict[str, str | None],
         scope: str,
         now: datetime,
+        closed: list[Review],
     ) -> int:
-        """Erase one change set's episodes; the number of archive records deleted."""
+        """Erase one change set's episodes; the number of archive records deleted. The reviews
+        it denies join ``closed``."""
         deps = self.deps
         found = deps.episodes.get_many(caller.tenant_id, chunk)
         changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
@@ -108,17 +141,16 @@ class Erasure:
                     now,
                     event_id,
                     None,
-                    reason=reason,
                     scope=scope,
+                    **reason,
                     cascade=event_id in cascaded,
                     contentHash=content_hash(episode) if episode else None,
                 )
             )
-        closed = self._stage_reviews(caller, [r for r in reviews if r.event_id in chunk], found, changes, now)
+        denied = self._stage_reviews(caller, [r for r in reviews if r.event_id in chunk], found, changes, now)
         archived = deps.archive.delete_events(caller.tenant_id, chunk)
         deps.episodes.apply(changes)
-        for review in closed:
-            deps.notifier.review_decided(review)
+        closed.extend(denied)
         return archived
 
     def _stage_reviews(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from episodic.application.ports import Changes, StatsChange
-from episodic.application.usecases.deps import Deps, hash_text
+from episodic.application.usecases.deps import Deps
 from episodic.domain.access import require_changeable
 from episodic.domain.forgetting.retention import retention_score
 from episodic.domain.model import AuditAction, Caller, Episode
@@ -31,7 +31,7 @@ class Feedback:
             event_id,
             None,
             helpful=helpful,
-            noteHash=hash_text(note) if note else None,
+            noteHash=self.deps.pseudonyms.text(note) if note else None,
         )
         deps.episodes.apply(
             Changes(

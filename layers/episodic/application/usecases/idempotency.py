@@ -80,20 +80,22 @@ class Idempotency:
         return item_keys, request_hash, results
 
     def replayed(self, caller: Caller, previous: IdempotencyRecord, request_hash: str, kind: str) -> RememberResult:
-        """The earlier result. A write whose episode was erased since cannot be replayed, a batch's
-        item no more than a single write (409: the answer would name an episode that is gone). A
+        """The earlier result. A write whose episode is gone since (erased, or denied at review)
+        cannot be replayed, a batch's item no more than a single write (409: the answer would name
+        an episode that is gone). A
         single write shows its episode as it is now; a batch's results never carry the episode."""
         if previous.request_hash != request_hash:
             raise IdempotencyConflictError("this Idempotency-Key was already used with a different request body")
         result = RememberResult.model_validate(previous.result)
-        if result.decision is not Decision.ALLOW or result.event_id is None:
+        if result.decision is Decision.DENY or result.event_id is None:
             return result
         episode = self.deps.episodes.get(caller.tenant_id, result.event_id)
         if episode is None:
             raise ConflictError(
-                "an episode written with this Idempotency-Key has since been erased; use a new key to write again",
+                "an episode written with this Idempotency-Key is gone since (erased, or denied at review); "
+                "use a new key to write again",
                 eventId=result.event_id,
             )
-        if kind != "remember":
+        if kind != "remember" or result.decision is Decision.REVIEW:  # held text is for reviewers
             return result
         return result.model_copy(update={"episode": episode, "status": episode.status})

@@ -19,7 +19,7 @@ from episodic.application.ports import (
     Scope,
     TimelineQuery,
 )
-from episodic.application.usecases.deps import Deps, hash_text
+from episodic.application.usecases.deps import Deps
 from episodic.application.usecases.replies import (
     TurnsRead,
     neighbour_windows,
@@ -245,7 +245,7 @@ class Reads:
             principal_id=caller.principal_id,
             detail={
                 "eventIds": list(returned),
-                "queryHash": hash_text(asked) if asked else None,
+                "queryHash": self.deps.pseudonyms.text(asked) if asked else None,
                 "actorScoped": request.actor_id is not None,
             },
         )

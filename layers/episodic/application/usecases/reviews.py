@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from episodic.application.ports import Changes, ReviewChange, StatusChange
-from episodic.application.usecases.deps import Deps, hash_text, require_operator
+from episodic.application.usecases.deps import Deps, require_operator
 from episodic.application.usecases.writes import Writes
 from episodic.domain.errors import ConflictError, NotFoundError
 from episodic.domain.model import AuditAction, Caller, Review, ReviewStatus, ReviewView, Role, Status, SystemActor
@@ -63,6 +63,8 @@ class Reviews:
         now = deps.clock.now()
         episode = deps.episodes.get(review.tenant_id, review.event_id)
         actor = episode.actor_id if episode is not None else None
+        if episode is None and outcome is ReviewStatus.APPROVED:  # erased or expired meanwhile
+            raise ConflictError("the write under review is gone (erased or expired): it cannot be approved")
         changes = Changes(tenant_id=review.tenant_id)
         changes.reviews_close.append(ReviewChange(review.review_id, outcome, now, reviewer, note))
         if episode is not None:
@@ -83,7 +85,7 @@ class Reviews:
                 actor,
                 reviewId=review.review_id,
                 reviewer=reviewer,
-                noteHash=hash_text(note) if note else None,
+                noteHash=deps.pseudonyms.text(note) if note else None,
             )
         )
         deps.episodes.apply(changes)

@@ -13,7 +13,7 @@ from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
 from episodic.domain.digests.citations import cite
 from episodic.domain.digests.rules import digest_privacy, digestible
-from episodic.domain.errors import EpisodicError, InvalidRequestError
+from episodic.domain.errors import EpisodicError, IdempotencyConflictError, InvalidRequestError
 from episodic.domain.model import (
     BusyActor,
     Caller,
@@ -28,6 +28,7 @@ from episodic.domain.model import (
     Retention,
     Role,
     SourceTrust,
+    Status,
     SystemActor,
     TimelineRequest,
 )
@@ -55,10 +56,11 @@ class Summarisation:
     ) -> RememberResult:
         """Write a digest of one actor's window whose sourceRefs cite every event it summarises.
 
-        Each event is digested once: only events that occurred after the actor's newest digest
-        in the window count, and when too few are left that digest is the answer (reason
-        ``already_digested``), so running the summarisation again writes no copy. The
-        idempotency key makes a retry of a write that failed part-way a replay."""
+        An event is digested at most once: only events that occurred after the actor's newest
+        digest in the window count (one held for review included), and when too few are left
+        that digest is the answer (reason ``already_digested``), so running the summarisation
+        again writes no copy. The idempotency key names the newest source, so runs at once over
+        the same events (two processes, a retried task) write one digest between them."""
         caller = Caller(
             tenant_id=tenant_id, role=Role.AGENT, principal_id=SystemActor.SUMMARISER, provenance=ProposedBy.WORKFLOW
         )
@@ -69,25 +71,46 @@ class Summarisation:
         ]
         if len(sources) <= self.deps.settings.summary_min_events:
             if newest is not None:
-                return RememberResult(
-                    decision=Decision.ALLOW, reasons=["already_digested"], policy_version=newest.policy_version,
-                    event_id=newest.event_id, status=newest.status,
-                )  # fmt: skip
+                return self._kept(newest)
             raise InvalidRequestError("too few events in the window to summarise", events=len(sources))
         proposal = self.summary_proposal(actor_id, sources, DIGEST_TAG)
         if proposal is None:
             raise InvalidRequestError("the summariser found nothing to say about the window", events=len(sources))
-        key = f"digest:{actor_id}:{window_end.isoformat()}"  # stored hashed, like every key
-        return self.writes.remember(caller, proposal, idempotency_key=key)
+        key = f"digest:{actor_id}:{sources[0].event_id}"  # the newest source; stored hashed, like every key
+        try:
+            return self.writes.remember(caller, proposal, idempotency_key=key)
+        except IdempotencyConflictError:  # a concurrent run digested the same events in other words
+            newest = self._newest_digest(caller, actor_id, window_start, window_end)
+            if newest is None:
+                raise
+            return self._kept(newest)
+
+    @staticmethod
+    def _kept(digest: Episode) -> RememberResult:
+        """The answer of a run that finds its events digested already."""
+        return RememberResult(
+            decision=Decision.ALLOW, reasons=["already_digested"], policy_version=digest.policy_version,
+            event_id=digest.event_id, status=digest.status,
+        )  # fmt: skip
 
     def _newest_digest(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> Episode | None:
-        """The actor's newest daily digest of the window (its time is its newest source's)."""
-        request = TimelineRequest(
-            actor_id=actor_id, event_types=[EventType.SESSION_SUMMARY], tags=[DIGEST_TAG],
-            occurred_after=start, occurred_before=end, limit=1,
-        )  # fmt: skip
-        page = self.reads.timeline(caller, request)
-        return page.items[0] if page.items else None
+        """The actor's newest daily digest of the window (its time is its newest source's), held
+        for review or not; only the summarisation's own count (an agent cannot write one)."""
+        reviewer = caller.model_copy(update={"role": Role.OPERATOR})  # reads what is held for review
+        cursor = None
+        while True:
+            request = TimelineRequest(
+                actor_id=actor_id, event_types=[EventType.SESSION_SUMMARY], tags=[DIGEST_TAG],
+                statuses=[Status.ACTIVE, Status.PENDING_REVIEW], occurred_after=start, occurred_before=end,
+                limit=20, cursor=cursor,
+            )  # fmt: skip
+            page = self.reads.timeline(reviewer, request)
+            for digest in page.items:
+                if digest.proposed_by is ProposedBy.WORKFLOW:
+                    return digest
+            cursor = page.next_cursor
+            if cursor is None:
+                return None
 
     def summary_proposal(
         self,

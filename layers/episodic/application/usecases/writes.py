@@ -313,6 +313,7 @@ class Writes:
                     reasons=decision.reasons,
                     policy_version=decision.policy_version,
                     requested_at=now,
+                    actor=deps.pseudonyms.actor(caller.tenant_id, episode.actor_id),
                 )
             )
             changes.audit.append(

@@ -11,7 +11,7 @@ text. A digest is derived data: once expired it is simply gone (and can be made 
 
 Nor is a write still waiting for review: it was never admitted to memory, and a copy in the
 archive would be a way back (restore) that no reviewer approved. Its review, still open, finds
-no episode left: approving it activates nothing, denying it deletes nothing.
+no episode left: it can no longer be approved (409), and denying it deletes nothing.
 """
 
 from __future__ import annotations

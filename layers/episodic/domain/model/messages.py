@@ -285,6 +285,11 @@ class Review(CamelModel):
     decided_at: UtcDatetime | None = None
     reviewer: str | None = None
     note: str | None = None
+    actor: str | None = Field(
+        default=None,
+        description="The held write's actor as its pseudonym, so that erasing the actor finds the review "
+        "(and its note) after the write itself was denied",
+    )
 
 
 class ReviewView(CamelModel):

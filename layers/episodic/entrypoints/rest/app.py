@@ -155,7 +155,7 @@ def current_caller() -> Caller:
     if asked is None:
         return caller
     try:
-        return acting_for(caller, _actor_list(asked) or ())
+        return acting_for(caller, _actor_list(asked) or (), get_service().deps.pseudonyms)
     except ValidationError:
         raise InvalidRequestError(
             f"{ACTOR_HEADER} names 1 to {MAX_BOUND_ACTORS} actor ids, comma-separated (letters, digits, _ . : @ -)"
