@@ -248,8 +248,8 @@ def test_given_enough_new_events_since_the_last_digest_when_summarised_then_the_
 ):
     old = _events(writes, clock, "cust-lou", 6, start_hours_ago=20)
     first = summarisation.summarise()[0]
-    new = _events(writes, clock, "cust-lou", 6, start_hours_ago=5)
     clock.advance(minutes=5)
+    new = _events(writes, clock, "cust-lou", 6, start_hours_ago=22)  # written late, dated before the digest's sources
     second = summarisation.summarise()[0]
     assert second.event_id != first.event_id and second.reasons != ["already_digested"]
     cited = reads.get(AGENT, second.event_id).source_refs

@@ -56,19 +56,17 @@ class Summarisation:
     ) -> RememberResult:
         """Write a digest of one actor's window whose sourceRefs cite every event it summarises.
 
-        An event is digested at most once: only events that occurred after the actor's newest
-        digest in the window count (one held for review included), and when too few are left
-        that digest is the answer (reason ``already_digested``), so running the summarisation
-        again writes no copy. The idempotency key names the newest source, so runs at once over
-        the same events (two processes, a retried task) write one digest between them."""
+        An event is digested at most once: only events written after the actor's newest digest
+        of the window count (one held for review included; an event written late but dated
+        earlier counts too), and when too few are left that digest is the answer (reason
+        ``already_digested``), so running the summarisation again writes no copy. The
+        idempotency key names the newest source, so runs at once over the same events (two
+        processes, a retried task) write one digest between them."""
         caller = Caller(
             tenant_id=tenant_id, role=Role.AGENT, principal_id=SystemActor.SUMMARISER, provenance=ProposedBy.WORKFLOW
         )
         newest = self._newest_digest(caller, actor_id, window_start, window_end)
-        start = window_start if newest is None else max(window_start, newest.occurred_at)
-        sources = [
-            e for e in self._sources(caller, actor_id, start, window_end) if newest is None or e.occurred_at > start
-        ]
+        sources = self._sources(caller, actor_id, window_start, window_end, newest.recorded_at if newest else None)
         if len(sources) <= self.deps.settings.summary_min_events:
             if newest is not None:
                 return self._kept(newest)
@@ -94,10 +92,10 @@ class Summarisation:
         )  # fmt: skip
 
     def _newest_digest(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> Episode | None:
-        """The actor's newest daily digest of the window (its time is its newest source's), held
-        for review or not; only the summarisation's own count (an agent cannot write one)."""
+        """The actor's most recently written daily digest of the window, held for review or not;
+        only the summarisation's own count (an agent cannot write one)."""
         reviewer = caller.model_copy(update={"role": Role.OPERATOR})  # reads what is held for review
-        cursor = None
+        cursor, newest = None, None
         while True:
             request = TimelineRequest(
                 actor_id=actor_id, event_types=[EventType.SESSION_SUMMARY], tags=[DIGEST_TAG],
@@ -105,12 +103,14 @@ class Summarisation:
                 limit=20, cursor=cursor,
             )  # fmt: skip
             page = self.reads.timeline(reviewer, request)
-            for digest in page.items:
-                if digest.proposed_by is ProposedBy.WORKFLOW:
-                    return digest
+            for digest in page.items:  # by time occurred, which a digest of late events may not follow
+                if digest.proposed_by is ProposedBy.WORKFLOW and (
+                    newest is None or digest.recorded_at > newest.recorded_at
+                ):
+                    newest = digest
             cursor = page.next_cursor
             if cursor is None:
-                return None
+                return newest
 
     def summary_proposal(
         self,
@@ -145,10 +145,12 @@ class Summarisation:
             retention=Retention(expires_at=min(expiries) if expiries else None),
         )
 
-    def _sources(self, caller: Caller, actor_id: str, start: datetime, end: datetime) -> list[Episode]:
-        """The newest episodes of the window a digest may repeat, up to its cap: pages are read
-        until the cap is reached, so earlier digests and sensitive episodes in the window take
-        no source's place."""
+    def _sources(
+        self, caller: Caller, actor_id: str, start: datetime, end: datetime, written_after: datetime | None = None
+    ) -> list[Episode]:
+        """The newest episodes of the window a digest may repeat (those written after
+        ``written_after``, when given), up to its cap: pages are read until the cap is reached,
+        so earlier digests, digested and sensitive episodes in the window take no source's place."""
         sources: list[Episode] = []
         cursor = None
         while len(sources) < SUMMARY_MAX_SOURCES:
@@ -157,7 +159,9 @@ class Summarisation:
                 limit=SUMMARY_MAX_SOURCES + 1, cursor=cursor,
             )  # fmt: skip
             page = self.reads.timeline(caller, window)
-            sources.extend(e for e in page.items if digestible(e))
+            sources.extend(
+                e for e in page.items if digestible(e) and (written_after is None or e.recorded_at > written_after)
+            )
             cursor = page.next_cursor
             if cursor is None:
                 break
