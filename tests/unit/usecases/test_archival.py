@@ -48,7 +48,7 @@ def _idle_low_value(writes, clock, **overrides):
 
 
 def test_given_expired_episodes_when_the_sweep_runs_then_up_to_the_limit_move_to_the_archive_audited(
-    writes, archival, store, archive, clock
+    writes, archival, store, archive, clock, deps
 ):
     expired = [_expiring(writes, clock, summary=f"User's locker number is {n}") for n in range(3)]
     kept = _expiring(writes, clock, hours=48)
@@ -61,7 +61,7 @@ def test_given_expired_episodes_when_the_sweep_runs_then_up_to_the_limit_move_to
     assert store.episodes.get("acme", kept.event_id) is not None
     audit = _audits(store, "episode.expired", expired[0].event_id)[0]
     assert audit.principal_id == "system:sweep"
-    assert audit.detail["contentHash"] == content_hash(expired[0].episode)
+    assert audit.detail["contentHash"] == content_hash(expired[0].episode, deps.pseudonyms)
     assert archive.get("acme", expired[0].event_id)["reason"] == "retention_expired"
     assert audit.detail["archiveKey"].endswith(f"{expired[0].event_id}.json.gz")
     assert "locker" not in audit.model_dump_json()
@@ -96,7 +96,7 @@ def test_given_idle_low_value_episodes_when_a_dry_run_forgets_then_they_are_list
 
 
 def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_with_their_score_audited(
-    writes, archival, store, archive, clock
+    writes, archival, store, archive, clock, deps
 ):
     old = _idle_low_value(writes, clock)
     clock.advance(days=31)
@@ -106,7 +106,7 @@ def test_given_idle_low_value_episodes_when_forgotten_then_they_are_archived_wit
     assert stored.status is Status.ARCHIVED and archive.get("acme", old.event_id)["reason"] == "relevance_decay"
     [audit] = _audits(store, "episode.archived", old.event_id)
     assert audit.principal_id == "system:decay-sweep" and audit.detail["retentionScore"] == stored.retention_score
-    assert stored.retention_score < 3.0 and audit.detail["contentHash"] == content_hash(old.episode)
+    assert stored.retention_score < 3.0 and audit.detail["contentHash"] == content_hash(old.episode, deps.pseudonyms)
 
 
 def test_given_a_low_value_episode_recalled_recently_when_forgotten_then_it_is_kept(writes, archival, store, clock):

@@ -54,7 +54,7 @@ def _expire_into_archive(writes, deps, clock, **overrides):
 
 
 def test_given_an_episode_when_erased_then_it_is_gone_and_its_tombstone_holds_a_hash_not_the_text(
-    writes, erasure, store, compaction
+    writes, erasure, store, compaction, deps
 ):
     written = writes.remember(AGENT, proposal(summary="User's cat is called Biscuit and hates invoices"))
     result = erasure.erase(AGENT, written.event_id)
@@ -65,7 +65,7 @@ def test_given_an_episode_when_erased_then_it_is_gone_and_its_tombstone_holds_a_
         "reason": "erasure_requested",
         "scope": "episode",
         "cascade": False,
-        "contentHash": content_hash(written.episode),
+        "contentHash": content_hash(written.episode, deps.pseudonyms),
     }
     assert "Biscuit" not in tombstone.model_dump_json()
     assert compaction.calls == 1
@@ -229,3 +229,40 @@ def test_given_a_review_denied_with_a_note_when_its_actor_is_erased_then_the_not
     erasure.erase_actor(OPERATOR, "user-1")
     review = store.reviews.get_review("acme", held.review_id)
     assert review.status == "denied" and review.note is None
+
+
+def test_given_a_summary_written_while_its_source_is_erased_then_the_erasures_second_look_takes_it(
+    writes, erasure, store, monkeypatch
+):
+    source = writes.remember(AGENT, proposal()).event_id
+    digest = _digest_citing(writes, source)
+    real, looks = store.episodes.summaries_citing, []
+
+    def not_there_yet(tenant_id, event_ids):  # the first look runs before the summary commits
+        looks.append(1)
+        return [] if len(looks) == 1 else real(tenant_id, event_ids)
+
+    monkeypatch.setattr(store.episodes, "summaries_citing", not_there_yet)
+    result = erasure.erase(AGENT, source)
+    assert store.episodes.get("acme", digest) is None and digest in result.cascaded
+
+
+def test_given_a_review_decided_while_its_actor_is_erased_then_the_erasure_still_completes(
+    writes, erasure, store, deps, monkeypatch
+):
+    from episodic.application.usecases.reviews import Reviews
+
+    held = writes.remember(AGENT, proposal(sourceTrust="untrusted_content"))
+    real, calls = store.episodes.apply, []
+
+    def decided_meanwhile(changes):
+        calls.append(1)
+        if len(calls) == 1:  # an operator approves between the erasure's read and its commit
+            Reviews(deps, writes).decide_review(OPERATOR, held.review_id, approve=True, note="looks fine")
+        return real(changes)
+
+    monkeypatch.setattr(store.episodes, "apply", decided_meanwhile)
+    erasure.erase_actor(OPERATOR, "user-1")
+    assert store.episodes.get("acme", held.event_id) is None
+    review = store.reviews.get_review("acme", held.review_id)
+    assert review.status == "approved" and review.note is None

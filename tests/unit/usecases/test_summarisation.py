@@ -304,3 +304,49 @@ def test_given_two_runs_at_once_over_the_same_events_then_one_digest_is_written(
     digests = [e for e in reads.timeline(AGENT, TimelineRequest(actor_id="cust-oli")).items
                if e.event_type is EventType.SESSION_SUMMARY]  # fmt: skip
     assert len(digests) == 1
+
+
+def test_given_a_source_erased_while_the_digest_is_made_then_the_digest_is_erased_too(
+    summarisation, writes, deps, reads, monkeypatch, clock
+):
+    from episodic.application.usecases.erasure import Erasure
+
+    ids = _events(writes, clock, "cust-pia", 6)
+    real = summarisation.writes.remember
+
+    def erased_meanwhile(caller, proposal, **options):  # the erasure lands between the read and the write
+        Erasure(deps).erase(AGENT, ids[0])
+        return real(caller, proposal, **options)
+
+    monkeypatch.setattr(summarisation.writes, "remember", erased_meanwhile)
+    result = summarisation.summarise_actor("acme", "cust-pia", clock.now() - timedelta(hours=24), clock.now())
+    assert result.decision is Decision.DENY and result.reasons == ["sources_erased"]
+    assert not [e for e in reads.timeline(AGENT, TimelineRequest(actor_id="cust-pia")).items
+                if e.event_type is EventType.SESSION_SUMMARY]  # fmt: skip
+
+
+def test_given_a_digest_erased_when_summarised_again_then_it_is_not_written_again(
+    summarisation, writes, deps, reads, clock
+):
+    from episodic.application.usecases.erasure import Erasure
+
+    _events(writes, clock, "cust-quin", 6)
+    first = summarisation.summarise()[0]
+    Erasure(deps).erase(AGENT, first.event_id)
+    clock.advance(minutes=10)
+    again = summarisation.summarise()[0]
+    assert again.decision is Decision.DENY and again.reasons == ["digest_gone"] and not again.failed
+
+
+def test_given_a_digested_source_erased_when_summarised_again_then_what_remains_is_digested(
+    summarisation, writes, deps, reads, clock
+):
+    from episodic.application.usecases.erasure import Erasure
+
+    ids = _events(writes, clock, "cust-rae", 7)
+    first = summarisation.summarise()[0]
+    assert Erasure(deps).erase(AGENT, ids[0]).cascaded == [first.event_id]
+    clock.advance(minutes=10)
+    again = summarisation.summarise()[0]
+    assert again.decision is Decision.ALLOW, again
+    assert sorted(reads.get(AGENT, again.event_id).source_refs) == sorted(cite(i) for i in ids[1:])

@@ -57,7 +57,8 @@ class Archival:
             system = Caller(tenant_id=episode.tenant_id, role=Role.OPERATOR, principal_id=SystemActor.DECAY_SWEEP)
             audit = deps.audit(
                 system, AuditAction.EPISODE_ARCHIVED, now, episode.event_id, None, episode.actor_id,
-                reason="relevance_decay", retentionScore=score, archiveKey=key, contentHash=content_hash(episode),
+                reason="relevance_decay", retentionScore=score, archiveKey=key,
+                contentHash=content_hash(episode, deps.pseudonyms),
                 lastAccessedAt=(episode.last_accessed_at or episode.recorded_at).isoformat(),
             )  # fmt: skip
             try:

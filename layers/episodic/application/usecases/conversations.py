@@ -118,6 +118,7 @@ class Conversations:
         except IdempotencyConflictError:
             # The turns are stored by now: the request answers for them, and says why no handoff.
             return SessionHandoff(decision=Decision.DENY, reasons=["handoff_conflict"])
+        result = self.summarisation.unless_sources_erased(caller.tenant_id, result, sources)
         return SessionHandoff(
             decision=result.decision,
             reasons=result.reasons,

@@ -11,12 +11,23 @@ from datetime import datetime
 from episodic.application.ports import Changes, ReviewChange
 from episodic.application.usecases.deps import Deps, require_operator
 from episodic.domain.access import require_changeable
-from episodic.domain.errors import ForbiddenError, NotFoundError
+from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
 from episodic.domain.forgetting.expiry import content_hash
-from episodic.domain.model import AuditAction, Caller, Episode, ErasureResult, Review, ReviewStatus, SystemActor
+from episodic.domain.model import (
+    AuditAction,
+    Caller,
+    Episode,
+    ErasureResult,
+    Review,
+    ReviewStatus,
+    Role,
+    SystemActor,
+)
 
 log = logging.getLogger(__name__)
 
+CHUNK_ATTEMPTS = 3
+"""How often a change set is staged again when a review it closes was decided meanwhile."""
 ERASURE_CHUNK = 20
 """Episodes erased per change set. A set commits at once, and on DynamoDB in one transaction
 of at most 100 items: per episode a delete, a tombstone, and for a write still under review its
@@ -43,7 +54,8 @@ class Erasure:
         return self._erase_ids(caller, [event_id], self._reason("erasure_requested", reason), scope="episode")
 
     def erase_actor(self, caller: Caller, actor_id: str, reason: str | None = None) -> ErasureResult:
-        """Erase everything about an actor: timeline, index, archive, derived summaries."""
+        """Erase every episode of an actor and what derives from them: timeline, index, archive,
+        summaries citing them, notes on their reviews."""
         require_operator(caller)
         deps = self.deps
         ids = deps.episodes.event_ids_of_actor(caller.tenant_id, actor_id)
@@ -64,6 +76,12 @@ class Erasure:
         )
         deps.episodes.apply(Changes(tenant_id=caller.tenant_id, audit=[erased]))
         return result.model_copy(update={"archived_records_deleted": result.archived_records_deleted + archived})
+
+    def erase_orphaned_summary(self, tenant_id: str, event_id: str) -> None:
+        """A summary written while a source it cites was being erased (from the source as read
+        before): erased, as that erasure's cascade would have erased it had it been there."""
+        system = Caller(tenant_id=tenant_id, role=Role.OPERATOR, principal_id=SystemActor.ERASURE)
+        self._erase_ids(system, [event_id], {"reason": "sources_erased", "reasonHash": None}, scope="cascade")
 
     def _reason(self, code: str, given: str | None) -> dict[str, str | None]:
         """What the audit keeps of why: a reason code, and the caller's own words only as a keyed
@@ -91,6 +109,14 @@ class Erasure:
             for start in range(0, len(order), ERASURE_CHUNK):
                 chunk = order[start : start + ERASURE_CHUNK]
                 archived += self._erase_chunk(caller, chunk, set(cascaded), reviews, reason, scope, now, closed)
+            late = [i for i in deps.episodes.summaries_citing(caller.tenant_id, ids) if i not in erased] if ids else []
+            if late:  # written while this erasure ran, from sources read before it (the summariser)
+                late_reviews = deps.reviews.reviews_of(caller.tenant_id, late)
+                for start in range(0, len(late), ERASURE_CHUNK):
+                    chunk = late[start : start + ERASURE_CHUNK]
+                    archived += self._erase_chunk(caller, chunk, set(late), late_reviews, reason, scope, now, closed)
+                cascaded += late
+                erased.update(late)
             gone = [r for r in reviews if r.event_id not in erased]  # their writes were denied before
             for start in range(0, len(gone), ERASURE_CHUNK):
                 changes = Changes(tenant_id=caller.tenant_id)
@@ -128,29 +154,40 @@ class Erasure:
         closed: list[Review],
     ) -> int:
         """Erase one change set's episodes; the number of archive records deleted. The reviews
-        it denies join ``closed``."""
+        it denies join ``closed``. A review of the set decided meanwhile (its closing's condition
+        fails) is read again and the set staged again, a few times, rather than failing the
+        erasure half-way."""
         deps = self.deps
-        found = deps.episodes.get_many(caller.tenant_id, chunk)
-        changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
-        for event_id in chunk:
-            episode = found.get(event_id)
-            changes.audit.append(
-                deps.audit(
-                    caller,
-                    AuditAction.EPISODE_ERASED,
-                    now,
-                    event_id,
-                    None,
-                    scope=scope,
-                    **reason,
-                    cascade=event_id in cascaded,
-                    contentHash=content_hash(episode) if episode else None,
-                )
-            )
-        denied = self._stage_reviews(caller, [r for r in reviews if r.event_id in chunk], found, changes, now)
         archived = deps.archive.delete_events(caller.tenant_id, chunk)
-        deps.episodes.apply(changes)
-        closed.extend(denied)
+        reviews = [r for r in reviews if r.event_id in chunk]
+        for attempt in range(1, CHUNK_ATTEMPTS + 1):
+            found = deps.episodes.get_many(caller.tenant_id, chunk)
+            changes = Changes(tenant_id=caller.tenant_id, delete=list(found))
+            for event_id in chunk:
+                episode = found.get(event_id)
+                changes.audit.append(
+                    deps.audit(
+                        caller,
+                        AuditAction.EPISODE_ERASED,
+                        now,
+                        event_id,
+                        None,
+                        scope=scope,
+                        **reason,
+                        cascade=event_id in cascaded,
+                        contentHash=content_hash(episode, deps.pseudonyms) if episode else None,
+                    )
+                )
+            denied = self._stage_reviews(caller, reviews, found, changes, now)
+            try:
+                deps.episodes.apply(changes)
+            except ConflictError:
+                if attempt == CHUNK_ATTEMPTS or not reviews:
+                    raise
+                reviews = deps.reviews.reviews_of(caller.tenant_id, chunk)
+                continue
+            closed.extend(denied)
+            break
         return archived
 
     def _stage_reviews(

@@ -4,16 +4,18 @@ and passes the write policy like any write (see :mod:`episodic.domain.digests.ru
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
 from episodic.application.ports import Summariser
 from episodic.application.usecases.deps import Deps
+from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
 from episodic.domain.digests.citations import cite
 from episodic.domain.digests.rules import digest_privacy, digestible
-from episodic.domain.errors import EpisodicError, IdempotencyConflictError, InvalidRequestError
+from episodic.domain.errors import ConflictError, EpisodicError, IdempotencyConflictError, InvalidRequestError
 from episodic.domain.model import (
     BusyActor,
     Caller,
@@ -44,6 +46,7 @@ class Summarisation:
         self.deps = deps
         self.reads = reads
         self.writes = writes
+        self.erasure = Erasure(deps)
 
     def busy_actors(self, now: datetime) -> list[BusyActor]:
         """Actors with more than ``summary_min_events`` events in the trailing 24 hours."""
@@ -60,8 +63,9 @@ class Summarisation:
         of the window count (one held for review included; an event written late but dated
         earlier counts too), and when too few are left that digest is the answer (reason
         ``already_digested``), so running the summarisation again writes no copy. The
-        idempotency key names the newest source, so runs at once over the same events (two
-        processes, a retried task) write one digest between them."""
+        idempotency key names the events, so runs at once over the same events (two processes, a
+        retried task) write one digest between them, and a digest of them that was erased or
+        denied is not written again (``digest_gone``)."""
         caller = Caller(
             tenant_id=tenant_id, role=Role.AGENT, principal_id=SystemActor.SUMMARISER, provenance=ProposedBy.WORKFLOW
         )
@@ -74,14 +78,32 @@ class Summarisation:
         proposal = self.summary_proposal(actor_id, sources, DIGEST_TAG)
         if proposal is None:
             raise InvalidRequestError("the summariser found nothing to say about the window", events=len(sources))
-        key = f"digest:{actor_id}:{sources[0].event_id}"  # the newest source; stored hashed, like every key
+        key = f"digest:{actor_id}:{_sources_digest(sources)}"  # these very events; stored hashed, like every key
         try:
-            return self.writes.remember(caller, proposal, idempotency_key=key)
+            result = self.writes.remember(caller, proposal, idempotency_key=key)
         except IdempotencyConflictError:  # a concurrent run digested the same events in other words
             newest = self._newest_digest(caller, actor_id, window_start, window_end)
             if newest is None:
                 raise
             return self._kept(newest)
+        except ConflictError:  # their digest was erased, or denied at review: not written again
+            return RememberResult(
+                decision=Decision.DENY, reasons=["digest_gone"], policy_version=self.deps.policy.version
+            )
+        return self.unless_sources_erased(tenant_id, result, sources)
+
+    def unless_sources_erased(self, tenant_id: str, result: RememberResult, sources: list[Episode]) -> RememberResult:
+        """``result``, the write of a summary of ``sources`` -- unless a source was erased while it
+        was made (read before, gone now): then the summary, which repeats it, is erased too and
+        the answer is a denial (``sources_erased``). With the erasure's own second look for
+        summaries written meanwhile, one of the two always sees the other."""
+        if result.event_id is None or result.decision is Decision.DENY:
+            return result
+        present = self.deps.episodes.get_many(tenant_id, [e.event_id for e in sources])
+        if len(present) == len(sources):
+            return result
+        self.erasure.erase_orphaned_summary(tenant_id, result.event_id)
+        return RememberResult(decision=Decision.DENY, reasons=["sources_erased"], policy_version=result.policy_version)
 
     @staticmethod
     def _kept(digest: Episode) -> RememberResult:
@@ -189,3 +211,8 @@ class Summarisation:
         if self.deps.summariser is None:
             raise EpisodicError("no summariser is configured for this service (a composition error)")
         return self.deps.summariser
+
+
+def _sources_digest(sources: list[Episode]) -> str:
+    """A short name for a set of events (their ids, in any order)."""
+    return hashlib.sha256("\n".join(sorted(e.event_id for e in sources)).encode()).hexdigest()[:32]

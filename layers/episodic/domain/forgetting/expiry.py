@@ -16,7 +16,6 @@ no episode left: it can no longer be approved (409), and denying it deletes noth
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -24,10 +23,10 @@ from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import Episode, EventType, Status
 
 
-def content_hash(episode: Episode) -> str:
-    """A stable hash of what an episode held, kept in tombstones instead of the text."""
-    canonical = json.dumps(episode.to_json_dict(), sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+def content_hash(episode: Episode, pseudonyms: Pseudonyms) -> str:
+    """A stable, keyed hash of what an episode held, kept in tombstones instead of the text (keyed:
+    a guess at a short episode's fields cannot be confirmed against it)."""
+    return pseudonyms.text(json.dumps(episode.to_json_dict(), sort_keys=True, separators=(",", ":")))
 
 
 def archived_on_expiry(episode: Episode) -> bool:
@@ -41,7 +40,7 @@ def expiry_detail(episode: Episode, archive_key: str | None, pseudonyms: Pseudon
         "reason": "retention_expired",
         "actor": pseudonyms.actor(episode.tenant_id, episode.actor_id),
         "archiveKey": archive_key,
-        "contentHash": content_hash(episode),
+        "contentHash": content_hash(episode, pseudonyms),
         "eventType": episode.event_type.value,
         "occurredAt": episode.occurred_at.isoformat(),
         "expiresAt": episode.retention.expires_at.isoformat() if episode.retention.expires_at else None,

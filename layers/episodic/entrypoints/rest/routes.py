@@ -202,7 +202,7 @@ class ActorErasureRequest(CamelModel):
 @app.post(
     "/v1/erasure",
     responses=errors(401, 403, 413, 415, 422, 503),
-    summary="Erase everything about an actor (operator)",
+    summary="Erase every episode of an actor, and what derives from them (operator)",
 )
 def post_erasure(request: Annotated[ActorErasureRequest, Body()]) -> ErasureResult:
     return get_service().erasure.erase_actor(current_caller(), request.actor_id, request.reason)
