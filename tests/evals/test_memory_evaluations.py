@@ -100,7 +100,7 @@ def test_deletion_removes_the_event_from_every_read_path(service):
     assert ids(recall(service, query="invoice language", actorId="user-1")) == [kept.event_id]
     assert not service.deps.archive.contains("acme", gone.event_id)
     tombstones, _ = service.admin.audit(OPERATOR, event_id=gone.event_id, action="episode.erased")
-    assert len(tombstones) == 1 and tombstones[0].detail["contentHash"].startswith("sha256:")
+    assert len(tombstones) == 1 and tombstones[0].detail["contentHash"].startswith("hmac-sha256:")  # keyed
     assert "Portuguese" not in tombstones[0].model_dump_json()
 
 
