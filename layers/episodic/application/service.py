@@ -81,10 +81,10 @@ class MemoryService:
     @classmethod
     def over(cls, deps: Deps, closers: list[Callable[[], None]] | None = None) -> MemoryService:
         reads, writes, archival = Reads(deps), Writes(deps), Archival(deps)
-        reviews = Reviews(deps, writes)
-        summarisation = Summarisation(deps, reads, writes)
+        reviews, erasure = Reviews(deps, writes), Erasure(deps)
+        summarisation = Summarisation(deps, reads, writes, erasure)
         return cls(
-            deps=deps, reads=reads, writes=writes, feedbacks=Feedback(deps), erasure=Erasure(deps),
+            deps=deps, reads=reads, writes=writes, feedbacks=Feedback(deps), erasure=erasure,
             archival=archival, reviews=reviews, summarisation=summarisation, admin=Admin(deps),
             overviews=Overview(deps), conversations=Conversations(deps, reads, writes, summarisation),
             sweeper=Sweep(deps, archival, reviews), proof=Proof(deps),

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 
+from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.summarisation import SUMMARY_MAX_SOURCES, Summarisation
 from episodic.domain.digests.citations import cite
 from episodic.domain.errors import EpisodicError, InvalidRequestError
@@ -22,7 +23,7 @@ COURIERS = ["DHL", "UPS", "GLS", "DPD", "FedEx", "TNT", "Chronopost"]
 
 @pytest.fixture
 def summarisation(deps, reads, writes) -> Summarisation:
-    return Summarisation(deps, reads, writes)
+    return Summarisation(deps, reads, writes, Erasure(deps))
 
 
 def _events(writes, clock, actor, count, start_hours_ago=20, **overrides):
@@ -309,8 +310,6 @@ def test_given_two_runs_at_once_over_the_same_events_then_one_digest_is_written(
 def test_given_a_source_erased_while_the_digest_is_made_then_the_digest_is_erased_too(
     summarisation, writes, deps, reads, monkeypatch, clock
 ):
-    from episodic.application.usecases.erasure import Erasure
-
     ids = _events(writes, clock, "cust-pia", 6)
     real = summarisation.writes.remember
 
@@ -328,8 +327,6 @@ def test_given_a_source_erased_while_the_digest_is_made_then_the_digest_is_erase
 def test_given_a_digest_erased_when_summarised_again_then_it_is_not_written_again(
     summarisation, writes, deps, reads, clock
 ):
-    from episodic.application.usecases.erasure import Erasure
-
     _events(writes, clock, "cust-quin", 6)
     first = summarisation.summarise()[0]
     Erasure(deps).erase(AGENT, first.event_id)
@@ -341,8 +338,6 @@ def test_given_a_digest_erased_when_summarised_again_then_it_is_not_written_agai
 def test_given_a_digested_source_erased_when_summarised_again_then_what_remains_is_digested(
     summarisation, writes, deps, reads, clock
 ):
-    from episodic.application.usecases.erasure import Erasure
-
     ids = _events(writes, clock, "cust-rae", 7)
     first = summarisation.summarise()[0]
     assert Erasure(deps).erase(AGENT, ids[0]).cascaded == [first.event_id]

@@ -63,11 +63,11 @@ REVIEW_SK = "REVIEW"
 IDEMPOTENCY_SK = "IDEM"
 WRITES_SK = "WRITES"
 PENDING_REVIEWS_PK = "PENDING"
+"""The one partition of the ``pending_reviews`` index."""
 SERVICE_PK = "#SERVICE"
 """The partition of the service's own items. No tenant id contains ``#``, so no tenant-scoped
 role (``LeadingKeys`` ``<tenantId>#*``) can read them."""
 PSEUDONYM_KEY_SK = "PSEUDONYMKEY"
-"""The one partition of the ``pending_reviews`` index."""
 
 
 @dataclass(frozen=True)

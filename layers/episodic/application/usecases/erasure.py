@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime
+from typing import TypeVar
 
 from episodic.application.ports import Changes, ReviewChange
 from episodic.application.usecases.deps import Deps, require_operator
@@ -25,6 +26,7 @@ from episodic.domain.model import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CHUNK_ATTEMPTS = 3
 """How often a change set is staged again when a review it closes was decided meanwhile."""
@@ -101,26 +103,29 @@ class Erasure:
         with self._lock:
             now = deps.clock.now()
             cited = deps.episodes.summaries_citing(caller.tenant_id, ids) if ids else []
-            cascaded = [i for i in dict.fromkeys(cited) if i not in ids]
+            asked = set(ids)
+            cascaded = [i for i in dict.fromkeys(cited) if i not in asked]
             order = [*cascaded, *dict.fromkeys(ids)]
             actor = deps.pseudonyms.actor(caller.tenant_id, actor_id) if actor_id is not None else None
             reviews = deps.reviews.reviews_of(caller.tenant_id, order, actor) if order or actor else []
-            archived, closed, erased = 0, list[Review](), set(order)
-            for start in range(0, len(order), ERASURE_CHUNK):
-                chunk = order[start : start + ERASURE_CHUNK]
-                archived += self._erase_chunk(caller, chunk, set(cascaded), reviews, reason, scope, now, closed)
-            late = [i for i in deps.episodes.summaries_citing(caller.tenant_id, ids) if i not in erased] if ids else []
+            closed: list[Review] = []
+            archived = sum(
+                self._erase_chunk(caller, chunk, set(cascaded), reviews, reason, scope, now, closed)
+                for chunk in _chunks(order)
+            )
+            done = set(order)
+            late = [i for i in deps.episodes.summaries_citing(caller.tenant_id, ids) if i not in done] if ids else []
             if late:  # written while this erasure ran, from sources read before it (the summariser)
                 late_reviews = deps.reviews.reviews_of(caller.tenant_id, late)
-                for start in range(0, len(late), ERASURE_CHUNK):
-                    chunk = late[start : start + ERASURE_CHUNK]
-                    archived += self._erase_chunk(caller, chunk, set(late), late_reviews, reason, scope, now, closed)
+                archived += sum(
+                    self._erase_chunk(caller, chunk, set(late), late_reviews, reason, scope, now, closed)
+                    for chunk in _chunks(late)
+                )
                 cascaded += late
-                erased.update(late)
-            gone = [r for r in reviews if r.event_id not in erased]  # their writes were denied before
-            for start in range(0, len(gone), ERASURE_CHUNK):
+            done.update(late)
+            for gone in _chunks([r for r in reviews if r.event_id not in done]):  # writes denied before
                 changes = Changes(tenant_id=caller.tenant_id)
-                closed += self._stage_reviews(caller, gone[start : start + ERASURE_CHUNK], {}, changes, now)
+                closed += self._stage_reviews(caller, gone, {}, changes, now)
                 deps.episodes.apply(changes)
             if deps.compaction is not None:
                 deps.compaction.compact_after_erasure()
@@ -221,3 +226,8 @@ class Erasure:
                 review.model_copy(update={"status": ReviewStatus.DENIED, "decided_at": now, "reviewer": reviewer})
             )
         return closed
+
+
+def _chunks(items: list[T]) -> list[list[T]]:
+    """``items`` in change sets of :data:`ERASURE_CHUNK`."""
+    return [items[start : start + ERASURE_CHUNK] for start in range(0, len(items), ERASURE_CHUNK)]

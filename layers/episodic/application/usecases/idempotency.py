@@ -82,8 +82,8 @@ class Idempotency:
     def replayed(self, caller: Caller, previous: IdempotencyRecord, request_hash: str, kind: str) -> RememberResult:
         """The earlier result. A write whose episode is gone since (erased, or denied at review)
         cannot be replayed, a batch's item no more than a single write (409: the answer would name
-        an episode that is gone). A
-        single write shows its episode as it is now; a batch's results never carry the episode."""
+        an episode that is gone). A single write shows its episode as it is now; a batch's
+        results never carry the episode."""
         if previous.request_hash != request_hash:
             raise IdempotencyConflictError("this Idempotency-Key was already used with a different request body")
         result = RememberResult.model_validate(previous.result)

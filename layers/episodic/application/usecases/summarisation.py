@@ -4,12 +4,11 @@ and passes the write policy like any write (see :mod:`episodic.domain.digests.ru
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
 from episodic.application.ports import Summariser
-from episodic.application.usecases.deps import Deps
+from episodic.application.usecases.deps import Deps, hash_text
 from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
@@ -42,11 +41,11 @@ SUMMARY_MAX_SOURCES = 50
 
 
 class Summarisation:
-    def __init__(self, deps: Deps, reads: Reads, writes: Writes) -> None:
+    def __init__(self, deps: Deps, reads: Reads, writes: Writes, erasure: Erasure) -> None:
         self.deps = deps
         self.reads = reads
         self.writes = writes
-        self.erasure = Erasure(deps)
+        self.erasure = erasure
 
     def busy_actors(self, now: datetime) -> list[BusyActor]:
         """Actors with more than ``summary_min_events`` events in the trailing 24 hours."""
@@ -78,7 +77,8 @@ class Summarisation:
         proposal = self.summary_proposal(actor_id, sources, DIGEST_TAG)
         if proposal is None:
             raise InvalidRequestError("the summariser found nothing to say about the window", events=len(sources))
-        key = f"digest:{actor_id}:{_sources_digest(sources)}"  # these very events; stored hashed, like every key
+        events = hash_text("\n".join(sorted(e.event_id for e in sources)))
+        key = f"digest:{actor_id}:{events}"  # these very events; stored hashed, like every key
         try:
             result = self.writes.remember(caller, proposal, idempotency_key=key)
         except IdempotencyConflictError:  # a concurrent run digested the same events in other words
@@ -211,8 +211,3 @@ class Summarisation:
         if self.deps.summariser is None:
             raise EpisodicError("no summariser is configured for this service (a composition error)")
         return self.deps.summariser
-
-
-def _sources_digest(sources: list[Episode]) -> str:
-    """A short name for a set of events (their ids, in any order)."""
-    return hashlib.sha256("\n".join(sorted(e.event_id for e in sources)).encode()).hexdigest()[:32]
