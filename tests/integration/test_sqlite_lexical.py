@@ -13,7 +13,7 @@ from episodic.adapters.sqlite import word_index
 from episodic.adapters.sqlite.store import SqliteStore
 from episodic.adapters.sqlite.word_index import _membership, terms
 from episodic.application.ports import Changes, NewEpisode, Scope
-from episodic.domain.model import Episode, Status
+from episodic.domain.model import Episode, PrivacyClass, Status
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
 WORDS = ["export", "warehouse", "alert", "gateway", "invoice", "deploy", "rollback", "latency"]
@@ -77,15 +77,16 @@ def _close(got: dict[str, float], expected: dict[str, float]) -> bool:
     return got.keys() == expected.keys() and all(abs(got[i] - expected[i]) <= 1e-9 * expected[i] for i in got)
 
 
-def test_given_a_scope_then_its_best_texts_come_with_the_tenants_bm25_best_first(tmp_path):
+def test_given_a_scope_then_its_best_texts_come_with_the_bm25_of_its_own_texts_best_first(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
     eps = [episode(n, f"a{n % 3}") for n in range(600)]
     _put(store, eps)
     scope = Scope(tenant_id="acme", now=NOW, actor_id="a1")
     with store.database.reading() as conn:
         got = store.recall._candidates(conn, scope, "alert gateway rollback", None, 20, None).items
-    expected = reference_bm25({e.event_id: e.search_text() for e in eps}, terms("alert gateway rollback"))
-    in_scope = sorted((s, i) for i, s in expected.items() if i in {e.event_id for e in eps if e.actor_id == "a1"})
+    own = {e.event_id: e.search_text() for e in eps if e.actor_id == "a1"}
+    expected = reference_bm25(own, terms("alert gateway rollback"))
+    in_scope = sorted((s, i) for i, s in expected.items())
     assert len(got) == 20 and all(abs(c.lexical - expected[c.event_id]) <= 1e-9 * c.lexical for c in got)
     assert [c.lexical for c in got] == sorted((c.lexical for c in got), reverse=True)
     assert abs(got[-1].lexical - in_scope[-20][0]) <= 1e-9 * got[-1].lexical  # the 20 best of the scope, ties aside
@@ -135,6 +136,31 @@ def test_given_two_tenants_then_each_is_scored_on_its_own_texts_and_never_finds_
     assert before and after == before
     assert _close(after, reference_bm25({e.event_id: e.search_text() for e in small}, terms("alert gateway")))
     assert all(i.startswith("large-") for i in _found(store, Scope(tenant_id="large", now=NOW), "alert gateway"))
+
+
+def test_given_texts_the_caller_may_not_read_then_they_move_none_of_its_scores(tmp_path):
+    """Another actor's private and sensitive episodes and a write held for review are left out of
+    the statistics: a caller could otherwise tell, from its own texts' scores, which words they hold."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    mine = [episode(n, "a1").model_copy(update={"summary": f"job {n}: vorpal export {n}"}) for n in range(30)]
+    _put(store, mine)
+    readers = {
+        "tenant-wide": Scope(tenant_id="acme", now=NOW, privacy_classes=(PrivacyClass.PUBLIC, PrivacyClass.INTERNAL)),
+        "a1's own": Scope(tenant_id="acme", now=NOW, actor_id="a1"),
+    }
+    before = {name: _found(store, scope, "vorpal export") for name, scope in readers.items()}
+    hidden = [
+        episode(100 + n, "a2").model_copy(update={"summary": "vorpal vorpal", "privacy_class": privacy})
+        for n, privacy in enumerate([PrivacyClass.PRIVATE, PrivacyClass.SENSITIVE, PrivacyClass.PRIVATE])
+    ]
+    hidden.append(episode(200, "a1").model_copy(update={"summary": "vorpal", "status": Status.PENDING_REVIEW}))
+    _put(store, hidden)
+    for name, scope in readers.items():
+        after = _found(store, scope, "vorpal export")
+        assert len(after) == 30 and _close(after, before[name]), name
+    everything = Scope(tenant_id="acme", now=NOW, statuses=(Status.ACTIVE, Status.PENDING_REVIEW))
+    assert len(_found(store, everything, "vorpal")) == 34  # an operator's scope holds them, and counts them
+    store.close()
 
 
 def test_given_writes_and_erasures_through_another_process_then_the_next_search_sees_them(tmp_path):

@@ -62,7 +62,8 @@ def test_given_events_of_hundreds_of_sentences_each_when_summarised_then_at_most
 
 
 def test_given_more_events_than_the_bound_holds_when_summarised_then_every_event_offers_its_first_sentences():
-    events = [_event(n, f"Event {n} opened the gate. Event {n} closed the gate. Event {n} logged it.") for n in range(200)]
+    summary = "Event {n} opened the gate. Event {n} closed the gate. Event {n} logged it."
+    events = [_event(n, summary.format(n=n)) for n in range(200)]
     embedder = HashingTestEmbedder()
     seen: list[str] = []
     original = embedder.embed

@@ -139,8 +139,10 @@ class RecallReads:
         query = list(dict.fromkeys(terms(" ".join(lexical_terms(searched(text))[:QUERY_WORDS]))))[:QUERY_WORDS]
         if not query:
             return {}
-        found = self.words.search(conn, scope.tenant_id, query, self.scopes.rowids(conn, scope), pool_size)
-        return dict(found)
+        rowids = self.scopes.rowids(conn, scope)
+        readable = scope.readable()
+        counted = rowids if readable == scope else self.scopes.rowids(conn, readable)
+        return dict(self.words.search(conn, scope.tenant_id, query, rowids, pool_size, counted))
 
     def warm_up(self, dimension: int, min_episodes: int = WARM_MIN_EPISODES) -> threading.Thread:
         """Read the words and vectors of every tenant with ``min_episodes`` or more into memory in

@@ -14,10 +14,16 @@ of :func:`~episodic.domain.recall.languages.indexed`), written with the episode,
 their Porter stems, as FTS5's ``porter unicode61`` tokenizer read them before. A query's words are
 read the same way.
 
-The statistics are the tenant's own: the number of its texts, their mean length and how many of
-them hold each word. With FTS5 they were the whole table's, so one tenant's writes moved another
-tenant's scores. Words held by half of the tenant's texts or more have no BM25 weight and are
-left out of a query that has any other word (:meth:`TenantWords.best`).
+The statistics are those of what the caller may read: the number of texts, their mean length and
+how many of them hold each word, counted over the texts of the search's scope without the
+request's own filters (:meth:`~episodic.application.ports.Scope.readable`: its tenant, actor,
+statuses and privacy classes; a time window or a tag does not narrow them, so a word keeps its
+weight inside a week). Counted over the whole tenant, another actor's private episodes and the
+writes held for review moved every caller's scores, so a caller could learn which words texts it
+may not read contain (a write and a recall a guess; a probe read an actor's private words this
+way). With FTS5 the statistics were even the whole table's, every tenant's. Words held by half of
+those texts or more have no BM25 weight and are left out of a query that has any other word
+(:meth:`TenantWords.best`).
 
 Keeping up with the database: like the vectors (:mod:`episodic.adapters.vectors.index`), a
 tenant's words follow the table by a rowid watermark, so writes of any process show up at the
@@ -70,6 +76,9 @@ REMOVED_KEPT = 10_000
 there are this many and more than texts held; then its words are read afresh at its next search."""
 STEMMED_FROM = 3
 """Words shorter than this are counted as written (FTS5's Porter tokenizer leaves them too)."""
+SCOPE_SEARCHED_FROM = 8
+"""A scope this many times smaller than its tenant is found among the texts by binary search (its
+rowids sorted); a larger one by :func:`numpy.isin` over every text's rowid."""
 
 
 def terms(text: str) -> list[str]:
@@ -166,40 +175,62 @@ class TenantWords:
                 del self.positions[word], self.counts[word], self._ids[word]
                 self._words[word_id] = ""
 
-    def best(self, query: Sequence[str], scope_rowids: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def best(
+        self, query: Sequence[str], scope_rowids: np.ndarray, k: int, counted_rowids: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
         """``(event_id, BM25)`` of the best ``k`` texts among ``scope_rowids`` holding any word of
-        ``query`` (as :func:`terms` gives them), best first."""
-        weighted = self._weights(query)
-        if not weighted or not len(scope_rowids):
+        ``query`` (as :func:`terms` gives them), best first. The statistics are those of the texts
+        of ``counted_rowids`` (a wider scope than the search's, holding all of it), or of the
+        scope's own (see the module docstring)."""
+        words = [word for word in dict.fromkeys(query) if word in self.positions]
+        if not words or not len(scope_rowids):
+            return []
+        searched = self._admitted(scope_rowids)
+        counted = searched
+        if counted_rowids is not None and counted_rowids is not scope_rowids:
+            counted = self._admitted(counted_rowids)
+        texts = int(np.count_nonzero(counted))
+        if not texts:
             return []
         lengths = self._lengths[: self.count]
-        mean_length = self.total_length / self.live
-        held, scores = [], []
-        for word, weight in weighted:
+        mean_length = float(lengths[counted].mean()) or 1.0
+        weights: list[float] = []
+        postings: list[tuple[np.ndarray, np.ndarray]] = []
+        for word in words:
             positions = np.array(self.positions[word], dtype=np.int32)  # copies: the lists may grow
-            counts = np.array(self.counts[word], dtype=np.float64)
+            holding = int(np.count_nonzero(counted[positions]))
+            if holding:
+                weights.append(math.log((texts - holding + 0.5) / (holding + 0.5)))
+                kept = searched[positions]
+                postings.append((positions[kept], np.array(self.counts[word], dtype=np.float64)[kept]))
+        if any(weight > 0 for weight in weights):
+            weighty = [(held, weight) for held, weight in zip(postings, weights, strict=True) if weight > 0]
+        else:  # only words with no weight: they rank among themselves
+            weighty = [(held, NO_WEIGHT) for held in postings]
+        held, scores = [], []
+        for (positions, counts), weight in weighty:
             norm = K1 * (1.0 - B + B * lengths[positions] / mean_length)
             held.append(positions)
             scores.append(weight * counts * (K1 + 1.0) / (counts + norm))
+        if not held:
+            return []
         total = np.bincount(np.concatenate(held), weights=np.concatenate(scores), minlength=self.count)
-        found = np.flatnonzero(total)  # the scope checked on the matches only
-        found = found[np.isin(self._rowids[found], scope_rowids, kind=_membership(scope_rowids))]
+        found = np.flatnonzero(total)
         if len(found) > k:
             found = found[np.argpartition(-total[found], k - 1)[:k]]
         found = found[np.argsort(-total[found], kind="stable")]
         return [(self.event_ids[p], float(total[p])) for p in found.tolist()]
 
-    def _weights(self, query: Sequence[str]) -> list[tuple[str, float]]:
-        """The IDF of each of ``query``'s words the tenant holds; those with no weight only
-        when no word has one (then they rank among themselves, and a recall without a model
-        still finds something)."""
-        weights = []
-        for word in dict.fromkeys(query):
-            held = self.positions.get(word)
-            if held is not None:
-                weights.append((word, math.log((self.live - len(held) + 0.5) / (len(held) + 0.5))))
-        weighty = [(word, weight) for word, weight in weights if weight > 0]
-        return weighty or [(word, NO_WEIGHT) for word, _ in weights]
+    def _admitted(self, scope_rowids: np.ndarray) -> np.ndarray:
+        """For each position, whether the scope admits its text (a removed text never)."""
+        rowids = self._rowids[: self.count]
+        if len(scope_rowids) * SCOPE_SEARCHED_FROM < self.count:  # a small scope in a large tenant
+            admitted = np.zeros(self.count, dtype=bool)
+            admitted[present(rowids, np.sort(scope_rowids))] = True
+        else:
+            admitted = np.isin(rowids, scope_rowids, kind=_membership(scope_rowids))
+        admitted &= ~self._gone[: self.count]
+        return admitted
 
 
 class WordIndex:
@@ -215,14 +246,20 @@ class WordIndex:
         """Guards the registry only; a tenant's words are read and searched under its own lock."""
 
     def search(
-        self, conn: Any, tenant_id: str, query: Sequence[str], scope_rowids: np.ndarray, k: int
+        self,
+        conn: Any,
+        tenant_id: str,
+        query: Sequence[str],
+        scope_rowids: np.ndarray,
+        k: int,
+        counted_rowids: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """:meth:`TenantWords.best` over the tenant's words as the database holds them now."""
         erasures = erasures_of(conn, tenant_id)  # before the rows: a delete after it is seen next time
         words = self._tenant(tenant_id)
         with words.lock:
             self._catch_up(conn, tenant_id, words, erasures)
-            return words.best(query, scope_rowids, k)
+            return words.best(query, scope_rowids, k, counted_rowids)
 
     def load(self, conn: Any, tenant_id: str) -> int:
         """Read the tenant's words now, as its first search would (``episodic serve`` does so for

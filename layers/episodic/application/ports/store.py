@@ -9,7 +9,7 @@ backend (a SQLite transaction locally, a DynamoDB transaction in AWS)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -90,6 +90,13 @@ class Scope:
     occurred_before: datetime | None = None
     statuses: tuple[Status, ...] = (Status.ACTIVE,)
     privacy_classes: tuple[PrivacyClass, ...] = tuple(PrivacyClass)
+
+    def readable(self) -> Scope:
+        """This scope without the request's own filters (project, kinds, tags, time window): what
+        its caller may read of the tenant (its actor, statuses and privacy classes stay). A search by
+        words counts its statistics over it, so that texts the caller may not read never move a
+        score, and a narrow window does not make every word common."""
+        return replace(self, project_id=None, event_types=(), tags=(), occurred_after=None, occurred_before=None)
 
     def admits(self, episode: Episode) -> bool:
         """Whether an episode is inside this scope (used to re-check what an index returned)."""
