@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import ipaddress
 import json
+import math
 import re
 import ssl
 import threading
@@ -113,6 +114,15 @@ class FakeOpenSearch:
 
     def reply(self, status: int, recorded: str | None = None, *, delay: float = 0.0) -> None:
         self.replies.append((status, (RECORDED / recorded).read_bytes() if recorded else b"", delay))
+
+    def reply_msearch(self, *answers: dict[str, Any]) -> None:
+        """An ``_msearch`` answering with ``answers``, one per search, in order."""
+        self.replies.append((200, json.dumps({"took": 5, "responses": list(answers)}).encode(), 0.0))
+
+    def reply_counts(self, total: int, *holding: int, before: tuple[dict[str, Any], ...] = ()) -> None:
+        """The first ``_msearch`` of a recall with words: ``before`` (the k-NN search's answer), then
+        the counts of :func:`word_counts`: the readable scope's texts, and those holding each word."""
+        self.reply_msearch(*before, *(counted(n) for n in (total, *holding)))
 
     def reply_cluster(self, recorded: str = "info_2_13.json") -> None:
         """``GET /``: the version check before the first recall or index creation."""
@@ -259,6 +269,8 @@ FULL_FILTER = [
     {"range": {"occurredAt": {"gte": "2026-11-01T00:00:00.000Z", "lt": "2026-11-29T10:15:30.124Z"}}},
     RETENTION,
 ]
+READABLE_FILTER = [*FULL_FILTER[:4], RETENTION]
+"""The full scope without the request's own filters: what the caller may read, the words counted over."""
 
 
 def knn_search(vector: list[float], k: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
@@ -277,12 +289,38 @@ def knn_search(vector: list[float], k: int, filters: list[dict[str, Any]]) -> di
     }
 
 
-def bm25_search(text: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
+def bm25_search(weights: dict[str, float], size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    held = [{"constant_score": {"filter": {"match": {"text": {"query": w}}}, "boost": v}} for w, v in weights.items()]
     return {
         "size": size,
         "_source": ["tenantId", "eventId"],
-        "query": {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}},
+        "query": {"bool": {"should": held, "minimum_should_match": 1, "filter": filters}},
     }
+
+
+def count_searches(filters: list[dict[str, Any]], words: list[str]) -> list[dict[str, Any]]:
+    """The bodies of :func:`word_counts`, written out: the scope's texts, then those holding each word."""
+    bodies = []
+    for clauses in [filters, *([*filters, {"match": {"text": {"query": w}}}] for w in words)]:
+        bodies.extend([{}, {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": clauses}}}])
+    return bodies
+
+
+def counted(value: int) -> dict[str, Any]:
+    """A count's answer in the shape OpenSearch documents for ``size: 0`` with ``track_total_hits``."""
+    shards = {"total": 1, "successful": 1, "skipped": 0, "failed": 0}
+    hits = {"total": {"value": value, "relation": "eq"}, "max_score": None, "hits": []}
+    return {"took": 1, "timed_out": False, "_shards": shards, "hits": hits, "status": 200}
+
+
+def answer(recorded: str, n: int) -> dict[str, Any]:
+    """The ``n``-th answer of a recorded ``_msearch``."""
+    return json.loads((RECORDED / recorded).read_text())["responses"][n]
+
+
+def idf(texts: int, holding: int) -> float:
+    """BM25's weight of a word ``holding`` of ``texts`` hold, written out."""
+    return math.log((texts - holding + 0.5) / (holding + 0.5))
 
 
 # ---------------------------------------------------------------------------- cluster version and ensure_index
@@ -408,42 +446,48 @@ def test_given_an_unsupported_cluster_when_ensured_or_recalled_then_it_is_refuse
 
 def test_given_a_supported_cluster_when_recalling_twice_then_its_version_is_asked_once(opensearch, index):
     opensearch.reply(200, "info_2_13.json")
-    opensearch.reply(200, "msearch_bm25_only.json")
-    opensearch.reply(200, "msearch_bm25_only.json")
+    for _ in range(2):
+        opensearch.reply_counts(40, 3)
+        opensearch.reply(200, "msearch_bm25_only.json")
 
     for _ in range(2):
         index.candidates(FULL_SCOPE, "invoice", None, 10)
 
-    assert [(r.method, r.path) for r in opensearch.requests] == [
-        ("GET", "/"),
-        ("POST", "/episodes/_msearch"),
-        ("POST", "/episodes/_msearch"),
-    ]
+    assert [(r.method, r.path) for r in opensearch.requests] == [("GET", "/")] + [("POST", "/episodes/_msearch")] * 4
     assert index.verify_cluster() == "2.13.0"
 
 
 # ---------------------------------------------------------------------------- candidates
 
 
-def test_given_a_query_and_a_vector_when_recalling_then_one_msearch_carries_filtered_knn_and_bm25(opensearch, index):
+def test_given_a_query_and_a_vector_when_recalling_then_filtered_knn_and_the_word_counts_go_first_then_the_words(
+    opensearch, index
+):
     opensearch.reply_cluster()
-    opensearch.reply(200, "msearch_knn_and_bm25.json")
+    opensearch.reply_counts(40, 3, 12, before=(answer("msearch_knn_and_bm25.json", 0),))
+    opensearch.reply_msearch(answer("msearch_knn_and_bm25.json", 1))
 
     found = index.candidates(FULL_SCOPE, "  invoice format  ", [1.0, 0.0, 0.0, 0.0], 25, embedder=EMBEDDER)
 
-    _, request = opensearch.requests
-    assert (request.method, request.path) == ("POST", "/episodes/_msearch")
+    _, request, words = opensearch.requests
+    assert (request.method, request.path) == (words.method, words.path) == ("POST", "/episodes/_msearch")
     assert request.ndjson() == [
         {},
         knn_search([1.0, 0.0, 0.0, 0.0], 25, FULL_FILTER),
-        {},
-        bm25_search("invoice format", 25, FULL_FILTER),
+        *count_searches(READABLE_FILTER, ["invoice", "format"]),
     ]
     knn = request.ndjson()[1]["query"]["knn"]["vector"]
     assert knn["filter"]["bool"]["filter"][0] == {"term": {"tenantId": "acme"}}, "efficient filter, tenant first"
     assert {"term": {"embedder": EMBEDDER}} in knn["filter"]["bool"]["filter"]
     assert "post_filter" not in request.ndjson()[1]
-    assert RETENTION in request.ndjson()[3]["query"]["bool"]["filter"]
+    sent = words.ndjson()
+    assert sent[:1] == [{}] and len(sent) == 2
+    assert sent[1]["query"]["bool"]["filter"] == FULL_FILTER
+    expected = bm25_search({"invoice": idf(40, 3), "format": idf(40, 12)}, 25, FULL_FILTER)["query"]["bool"]["should"]
+    held = sent[1]["query"]["bool"]["should"]
+    assert [c["constant_score"]["filter"] for c in held] == [c["constant_score"]["filter"] for c in expected]
+    boosts = [c["constant_score"]["boost"] for c in expected]
+    assert [c["constant_score"]["boost"] for c in held] == pytest.approx(boosts)
 
     assert found.degraded == ()
     by_id = {c.event_id: c for c in found.items}
@@ -454,14 +498,15 @@ def test_given_a_query_and_a_vector_when_recalling_then_one_msearch_carries_filt
     assert by_id[C] == Candidate(event_id=C, lexical=pytest.approx(3.2187934), semantic=0.0)
 
 
-def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alone(opensearch, index):
+def test_given_only_a_query_text_when_recalling_then_the_words_are_counted_then_searched(opensearch, index):
     scope = Scope(tenant_id="acme", now=NOW, privacy_classes=(PrivacyClass.PUBLIC, PrivacyClass.INTERNAL))
     opensearch.reply_cluster()
+    opensearch.reply_counts(40, 3)
     opensearch.reply(200, "msearch_bm25_only.json")
 
     found = index.candidates(scope, "invoice", None, 10).items
 
-    _, request = opensearch.requests
+    _, request, words = opensearch.requests
     base = [
         {"term": {"tenantId": "acme"}},
         {"terms": {"status": ["active"]}},
@@ -469,7 +514,8 @@ def test_given_only_a_query_text_when_recalling_then_the_msearch_holds_bm25_alon
         RETENTION,
     ]
     assert (request.method, request.path) == ("POST", "/episodes/_msearch")
-    assert request.ndjson() == [{}, bm25_search("invoice", 10, base)]
+    assert request.ndjson() == count_searches(base, ["invoice"])
+    assert words.ndjson() == [{}, bm25_search({"invoice": idf(40, 3)}, 10, base)]
     assert found == [Candidate(event_id=C, lexical=pytest.approx(2.4519653), semantic=0.0)]
 
 
@@ -480,6 +526,7 @@ def test_given_a_spanish_question_and_episode_then_the_bm25_search_and_the_docum
     question's stems without its filler, the text and a line of its stems."""
     scope = Scope(tenant_id="acme", now=NOW, privacy_classes=(PrivacyClass.PUBLIC, PrivacyClass.INTERNAL))
     opensearch.reply_cluster()
+    opensearch.reply_counts(40, 2, 3, 1)
     opensearch.reply(200, "msearch_bm25_only.json")
     opensearch.reply(201, "index_doc_created.json")
 
@@ -487,19 +534,25 @@ def test_given_a_spanish_question_and_episode_then_the_bm25_search_and_the_docum
     spanish = "Los sábados trabajo en la panadería de mi tío"
     index.upsert(episode(A, summary=spanish, outcome=None, tags=[]), None)
 
-    _, search, put = opensearch.requests
-    assert search.ndjson()[1]["query"]["bool"]["must"] == [{"match": {"text": {"query": "empez trabaj panaderi"}}}]
+    _, counts, search, put = opensearch.requests
+    assert [body["query"]["bool"]["filter"][-1] for body in counts.ndjson()[3::2]] == [
+        {"match": {"text": {"query": stem}}} for stem in ("empez", "trabaj", "panaderi")
+    ]
+    held = search.ndjson()[1]["query"]["bool"]["should"]
+    assert [c["constant_score"]["filter"]["match"]["text"]["query"] for c in held] == ["empez", "trabaj", "panaderi"]
     assert put.json()["text"] == f"customer-42 (November 2026): {spanish}\ncustom novemb sab trabaj panaderi"
 
 
 def test_given_a_query_vector_of_another_model_when_recalling_then_no_knn_search_is_sent(opensearch, index):
     opensearch.reply_cluster()
+    opensearch.reply_counts(40, 3)
     opensearch.reply(200, "msearch_bm25_only.json")
 
     found = index.candidates(FULL_SCOPE, "invoice", [0.2] * 1024, 10, embedder="amazon.titan-embed-text-v2:0").items
 
-    _, request = opensearch.requests
-    assert request.ndjson() == [{}, bm25_search("invoice", 10, FULL_FILTER)]
+    _, request, words = opensearch.requests
+    assert request.ndjson() == count_searches(READABLE_FILTER, ["invoice"])
+    assert words.ndjson() == [{}, bm25_search({"invoice": idf(40, 3)}, 10, FULL_FILTER)]
     assert found == [Candidate(event_id=C, lexical=pytest.approx(2.4519653), semantic=0.0)]
 
 
@@ -552,6 +605,7 @@ def test_given_a_hit_of_another_tenant_when_recalling_then_it_is_dropped_by_its_
     opensearch, index, caplog
 ):
     opensearch.reply_cluster()
+    opensearch.reply_counts(40, 3)
     opensearch.reply(200, "msearch_foreign_tenant_hit.json")
 
     found = index.candidates(FULL_SCOPE, "invoice", None, 10)
@@ -567,7 +621,8 @@ def test_given_a_failing_knn_search_when_recalling_then_the_bm25_hits_are_kept_a
     opensearch, index
 ):
     opensearch.reply_cluster()
-    opensearch.reply(200, "msearch_knn_item_error.json")
+    opensearch.reply_counts(40, 3, before=(answer("msearch_knn_item_error.json", 0),))
+    opensearch.reply_msearch(answer("msearch_knn_item_error.json", 1))
 
     found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
 
@@ -579,7 +634,8 @@ def test_given_a_failing_bm25_search_when_recalling_then_the_knn_hits_are_kept_a
     opensearch, index
 ):
     opensearch.reply_cluster()
-    opensearch.reply(200, "msearch_bm25_item_error.json")
+    opensearch.reply_counts(40, 3, before=(answer("msearch_bm25_item_error.json", 0),))
+    opensearch.reply_msearch(answer("msearch_bm25_item_error.json", 1))
 
     found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
 
@@ -588,11 +644,47 @@ def test_given_a_failing_bm25_search_when_recalling_then_the_knn_hits_are_kept_a
     assert found.degraded == ("lexical_unavailable",)
 
 
+def test_given_a_failing_word_count_when_recalling_then_no_search_by_words_is_sent_and_lexical_is_unavailable(
+    opensearch, index
+):
+    opensearch.reply_cluster()
+    knn, failed = answer("msearch_bm25_item_error.json", 0), answer("msearch_bm25_item_error.json", 1)
+    opensearch.reply_msearch(knn, counted(40), failed)
+
+    found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
+
+    assert {c.event_id: c.semantic for c in found.items} == {A: pytest.approx(0.8), B: pytest.approx(-0.25)}
+    assert found.degraded == ("lexical_unavailable",)
+    assert len(opensearch.requests) == 2  # the version, then one _msearch: the words were never searched
+
+
+def test_given_words_the_scope_does_not_hold_when_recalling_then_no_search_by_words_is_sent(opensearch, index):
+    opensearch.reply_cluster()
+    opensearch.reply_counts(40, 0, 0)
+
+    found = index.candidates(FULL_SCOPE, "vorpal jabberwock", None, 10)
+
+    assert found.items == [] and found.degraded == ()
+    assert len(opensearch.requests) == 2
+
+
+def test_given_an_incomplete_word_count_when_recalling_then_the_search_by_words_is_flagged_partial(opensearch, index):
+    opensearch.reply_cluster()
+    opensearch.reply_msearch(counted(40), {**counted(3), "timed_out": True})
+    opensearch.reply(200, "msearch_bm25_only.json")
+
+    found = index.candidates(FULL_SCOPE, "invoice", None, 10)
+
+    assert found.items == [Candidate(event_id=C, lexical=pytest.approx(2.4519653), semantic=0.0)]
+    assert found.degraded == ("lexical_partial",)
+
+
 def test_given_a_timed_out_knn_and_a_shard_failure_in_bm25_when_recalling_then_both_are_kept_and_flagged_partial(
     opensearch, index
 ):
     opensearch.reply_cluster()
-    opensearch.reply(200, "msearch_knn_timed_out_bm25_shard_failed.json")
+    opensearch.reply_counts(40, 3, before=(answer("msearch_knn_timed_out_bm25_shard_failed.json", 0),))
+    opensearch.reply_msearch(answer("msearch_knn_timed_out_bm25_shard_failed.json", 1))
 
     found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
 
@@ -605,7 +697,8 @@ def test_given_a_timed_out_knn_and_a_shard_failure_in_bm25_when_recalling_then_b
 
 def test_given_every_search_failing_when_recalling_then_storage_error(opensearch, index):
     opensearch.reply_cluster()
-    opensearch.reply(200, "msearch_index_missing.json")
+    missing = answer("msearch_index_missing.json", 0)
+    opensearch.reply_msearch(missing, missing, missing)  # the k-NN search and both counts
 
     with pytest.raises(StorageError) as raised:
         index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)

@@ -19,10 +19,13 @@ global top ``k`` (the bodies are built, and explained, in
 :mod:`~episodic.adapters.opensearch.queries`). A query vector made by another model than
 this index's skips the k-NN search altogether.
 
-**Signals, not a ranking.** With a query, the k-NN and BM25 searches go in one ``_msearch``
-round trip and :meth:`OpenSearchRecallIndex.candidates` returns the union of both hit lists
-with their raw signals: ``lexical`` = the BM25 ``_score``, ``semantic`` = the cosine
-similarity recovered from faiss' inner-product score. Fusion and ranking are the service's
+**Signals, not a ranking.** With a query, the k-NN search and the counts of the query's words
+over what the caller may read go in one ``_msearch`` round trip, and the search by words, each
+word weighed by those counts, in a second (the engine's own BM25 statistics are the whole
+index's: :mod:`~episodic.adapters.opensearch.queries`).
+:meth:`OpenSearchRecallIndex.candidates` returns the union of both hit lists with their raw
+signals: ``lexical`` = the search by words' ``_score``, ``semantic`` = the cosine similarity
+recovered from faiss' inner-product score. Fusion and ranking are the service's
 job, not OpenSearch's: :class:`~episodic.domain.recall.ranking.Ranker` normalises BM25 by the best score
 in the pool and combines it with the cosine, recency, importance, trust and confidence, and
 reports every component. (A candidate found by only one of the two searches carries 0 for
@@ -70,16 +73,25 @@ from opensearchpy.exceptions import NotFoundError
 from opensearchpy.helpers import streaming_bulk
 
 from episodic.adapters.opensearch.client import error_type, storage_errors
-from episodic.adapters.opensearch.queries import lexical_search, newest_search, scope_filter, semantic_search
+from episodic.adapters.opensearch.queries import (
+    lexical_search,
+    newest_search,
+    scope_filter,
+    semantic_search,
+    word_counts,
+)
 from episodic.adapters.opensearch.schema import check_cluster, ensure_index
 from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.errors import EpisodicError, InvalidRequestError, StorageError
 from episodic.domain.model import Episode
-from episodic.domain.recall.candidates import Candidate
+from episodic.domain.recall.candidates import Candidate, word_weights
 from episodic.domain.recall.languages import indexed, searched
+from episodic.domain.recall.query import lexical_terms
 
 logger = logging.getLogger(__name__)
 
+WORDS_SEARCHED = 32
+"""At most this many of a query's words are searched."""
 BULK_CHUNK_DOCS = 500
 BULK_CHUNK_BYTES = 10 * 1024 * 1024  # the smallest HTTP payload limit of managed domains
 
@@ -102,6 +114,13 @@ def _as_list(vector: Vector) -> list[float]:
 
 def _doc_time(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _total(counted: dict[str, Any]) -> int:
+    """The number of texts a count (:func:`word_counts`) found."""
+    total = counted.get("hits", {}).get("total", {})
+    value = total.get("value") if isinstance(total, dict) else total
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _incomplete(result: dict[str, Any], search: str) -> bool:
@@ -288,14 +307,37 @@ class OpenSearchRecallIndex:
                     f"the query vector has {len(query_vector)} dimensions; the recall index holds {self.dimension}"
                 )
             searches["semantic"] = semantic_search(filters, _as_list(query_vector), pool_size, self.embedder)
-        if text:
-            searches["lexical"] = lexical_search(filters, searched(text), pool_size)
-        if not searches:
+        words = lexical_terms(searched(text))[:WORDS_SEARCHED] if text else []
+        if not searches and not words:
             return RecallCandidates()
         self.verify_cluster()
+        bodies = [*searches.values(), *(word_counts(scope_filter(scope.readable()), words) if words else [])]
         with storage_errors("recall"):
-            response = self.client.msearch(index=self.index, body=[line for s in searches.values() for line in ({}, s)])
-        return self._merge(scope, list(searches), response["responses"])
+            response = self.client.msearch(index=self.index, body=[line for body in bodies for line in ({}, body)])
+        answers = response["responses"][: len(searches)]
+        if words:
+            searches["lexical"] = {}
+            answers.append(self._by_words(filters, words, response["responses"][len(answers) :], pool_size))
+        return self._merge(scope, list(searches), answers)
+
+    def _by_words(
+        self, filters: list[dict[str, Any]], words: list[str], counted: list[dict[str, Any]], pool_size: int
+    ) -> dict[str, Any]:
+        """The search by words' answer, its words weighed by the counts of :func:`word_counts`: a
+        count that failed stands for it, and one that was incomplete marks it incomplete."""
+        failed = next((c for c in counted if "error" in c or c.get("status", 200) >= 300), None)
+        if failed is not None:
+            return failed
+        total, *holding = (_total(c) for c in counted)
+        weights = word_weights(total, dict(zip(words, holding, strict=True)))
+        if not weights:  # the scope holds none of the words
+            return {"hits": {"hits": []}}
+        with storage_errors("recall"):
+            response = self.client.msearch(index=self.index, body=[{}, lexical_search(filters, weights, pool_size)])
+        answer: dict[str, Any] = response["responses"][0]
+        if any(_incomplete(c, "word count") for c in counted):
+            answer = {**answer, "timed_out": True}
+        return answer
 
     def _merge(self, scope: Scope, searches: list[str], responses: list[dict[str, Any]]) -> RecallCandidates:
         """The union of the searches' hits, and what was missing; an error only if nothing answered."""

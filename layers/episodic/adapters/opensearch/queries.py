@@ -13,6 +13,13 @@ top ``k``. The k-NN filter also requires ``embedder`` = the index's embedder, so
 another model are never compared with the query's. The lexical query and the no-query
 listing use the scope filter without that term: an episode indexed without a vector (or with
 another model's) stays findable by its text and by time.
+
+**Words weighed by what the caller may read.** The lexical query does not use the engine's BM25,
+whose statistics are the whole index's: each word is weighed by how many texts of the caller's
+readable scope hold it (:func:`word_counts`, sent first), and a text scores the weights of the
+words it holds (:func:`lexical_search`). Measured with the local index scoring the same way, on
+the conversation benchmark: dev 0.823 and test 0.812 recall@10 against 0.820 and 0.807 with term
+frequency and length (merged dev 0.690 against 0.689).
 """
 
 from __future__ import annotations
@@ -83,10 +90,29 @@ def semantic_search(filters: list[dict[str, Any]], vector: list[float], size: in
     return {"size": size, "_source": IDS, "query": {"knn": knn}}
 
 
-def lexical_search(filters: list[dict[str, Any]], text: str, size: int) -> dict[str, Any]:
-    """The ``size`` best BM25 matches of ``text`` in the scope."""
-    match = {"bool": {"must": [{"match": {"text": {"query": text}}}], "filter": filters}}
-    return {"size": size, "_source": IDS, "query": match}
+def word_counts(filters: list[dict[str, Any]], words: list[str]) -> list[dict[str, Any]]:
+    """How many texts the scope of ``filters`` admits, then how many of them hold each of ``words``
+    (each analysed as the index analyses text): what :func:`lexical_search` weighs the words by."""
+    return [_count(filters), *(_count([*filters, _holds(word)]) for word in words)]
+
+
+def lexical_search(filters: list[dict[str, Any]], weights: dict[str, float], size: int) -> dict[str, Any]:
+    """The ``size`` best texts of the scope holding any of the weighted words, each word a text holds
+    adding its weight once: BM25 as if every text held each word once and were of average length,
+    with the weights (IDF) counted over what the caller may read (:func:`word_counts`). The
+    engine's own BM25 weighs words by the whole index, every tenant's texts and every privacy
+    class, so its scores would tell a caller which words texts it may not read hold."""
+    held = [{"constant_score": {"filter": _holds(word), "boost": weight}} for word, weight in weights.items()]
+    query = {"bool": {"should": held, "minimum_should_match": 1, "filter": filters}}
+    return {"size": size, "_source": IDS, "query": query}
+
+
+def _count(filters: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": filters}}}
+
+
+def _holds(word: str) -> dict[str, Any]:
+    return {"match": {"text": {"query": word}}}
 
 
 def newest_search(filters: list[dict[str, Any]], size: int) -> dict[str, Any]:

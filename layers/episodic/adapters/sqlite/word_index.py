@@ -39,7 +39,6 @@ of that tenant).
 
 from __future__ import annotations
 
-import math
 import threading
 from array import array
 from collections import Counter
@@ -51,13 +50,12 @@ import numpy as np
 from episodic.adapters.sqlite.erasures import erasures_of, live_rowids
 from episodic.adapters.vectors.index import present
 from episodic.domain import linear
+from episodic.domain.recall.candidates import word_weights
 from episodic.domain.recall.languages import stems, unaccented
 
 K1 = 1.2
 B = 0.75
 """BM25's term-frequency saturation and length normalisation: FTS5's and Lucene's defaults."""
-NO_WEIGHT = 1e-6
-"""The weight of a word held by half of the texts or more (FTS5's floor for such a word)."""
 TABLE_MIN_SPAN = 1 << 20
 TABLE_SPREAD = 64
 """The scope is checked by a table of one byte per rowid of its span while the span is at most
@@ -194,21 +192,13 @@ class TenantWords:
             return []
         lengths = self._lengths[: self.count]
         mean_length = float(lengths[counted].mean()) or 1.0
-        weights: list[float] = []
-        postings: list[tuple[np.ndarray, np.ndarray]] = []
-        for word in words:
-            positions = np.array(self.positions[word], dtype=np.int32)  # copies: the lists may grow
-            holding = int(np.count_nonzero(counted[positions]))
-            if holding:
-                weights.append(math.log((texts - holding + 0.5) / (holding + 0.5)))
-                kept = searched[positions]
-                postings.append((positions[kept], np.array(self.counts[word], dtype=np.float64)[kept]))
-        if any(weight > 0 for weight in weights):
-            weighty = [(held, weight) for held, weight in zip(postings, weights, strict=True) if weight > 0]
-        else:  # only words with no weight: they rank among themselves
-            weighty = [(held, NO_WEIGHT) for held in postings]
+        postings = {word: np.array(self.positions[word], dtype=np.int32) for word in words}  # copies: lists grow
+        weights = word_weights(texts, {word: int(np.count_nonzero(counted[p])) for word, p in postings.items()})
         held, scores = [], []
-        for (positions, counts), weight in weighty:
+        for word, weight in weights.items():
+            kept = searched[postings[word]]
+            positions = postings[word][kept]
+            counts = np.array(self.counts[word], dtype=np.float64)[kept]
             norm = K1 * (1.0 - B + B * lengths[positions] / mean_length)
             held.append(positions)
             scores.append(weight * counts * (K1 + 1.0) / (counts + norm))

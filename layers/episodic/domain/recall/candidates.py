@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from functools import partial
 from itertools import repeat
 from typing import NamedTuple
@@ -26,3 +27,18 @@ def by_meaning_alone(event_ids: Iterable[str], cosines: Iterable[float]) -> list
     """Candidates a search by meaning found (no words' score), in order: built from C alone, with no
     Python call each, as an index hands over hundreds a recall."""
     return list(map(_tupled, zip(event_ids, repeat(0.0), cosines)))
+
+
+NO_WEIGHT = 1e-6
+"""The weight of a word held by half of the texts or more (FTS5's floor for such a word)."""
+
+
+def word_weights(texts: int, holding: Mapping[str, int]) -> dict[str, float]:
+    """BM25's weight (IDF) of each word some of ``texts`` hold (``holding``: how many hold each):
+    the words held by fewer than half of them; when there is none, every held word at
+    :data:`NO_WEIGHT`, so they rank among themselves (a search without a model still finds
+    something). The counts must be of what the caller may read: weights counted over texts it may
+    not read let it tell which words those hold."""
+    weights = {word: math.log((texts - held + 0.5) / (held + 0.5)) for word, held in holding.items() if held}
+    weighty = {word: weight for word, weight in weights.items() if weight > 0}
+    return weighty or dict.fromkeys(weights, NO_WEIGHT)
