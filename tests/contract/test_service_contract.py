@@ -16,6 +16,7 @@ from episodic.domain.errors import (
 )
 from episodic.domain.forgetting.pseudonyms import unkeyed_actor_pseudonym
 from episodic.domain.model import Decision, RecallRequest, Status, TimelineRequest
+from episodic.domain.model.conversations import TurnsRequest
 from tests.support.factories import AGENT, OPERATOR, OTHER_TENANT_AGENT, at, proposal
 
 
@@ -49,6 +50,35 @@ def test_given_idempotency_keys_when_used_by_two_tenants_then_they_do_not_collid
     a = service.writes.remember(AGENT, proposal(), idempotency_key="shared")
     b = service.writes.remember(OTHER_TENANT_AGENT, proposal(), idempotency_key="shared")
     assert a.event_id != b.event_id
+
+
+def test_given_one_key_when_used_by_two_principals_of_a_tenant_then_each_is_its_own(service):
+    """Neither replays nor conflicts with the other's write: a conflict would tell one principal that
+    another had used the key."""
+    other = AGENT.model_copy(update={"principal_id": "agent:acme-2"})
+    a = service.writes.remember(AGENT, proposal(), idempotency_key="shared")
+    paper = proposal(summary="User prefers paper invoices by post")
+    b = service.writes.remember(other, paper, idempotency_key="shared")
+    assert a.event_id != b.event_id and b.decision is Decision.ALLOW
+    assert service.writes.remember(AGENT, proposal(), idempotency_key="shared").event_id == a.event_id
+
+
+def test_given_an_agent_using_the_key_of_a_sessions_handoff_when_the_session_closes_then_its_handoff_is_written(
+    service,
+):
+    session = "s-squat"
+    said = ["I moved to Porto last month and started at the port authority.",
+            "My new manager is called Rita and she runs the night shifts."]  # fmt: skip
+    turns = [
+        {"turnId": f"{session}-t{n}", "speaker": "bob", "text": text, "occurredAt": at(n)}
+        for n, text in enumerate(said, 1)
+    ]
+    squatter = AGENT.model_copy(update={"principal_id": "agent:squatter"})
+    service.writes.remember(squatter, proposal(), idempotency_key=f"handoff:{session}:bob:{session}-t2")
+    closed = service.conversations.add_turns(
+        AGENT, session, TurnsRequest.model_validate({"turns": turns, "endSession": True})
+    )
+    assert closed.handoff is not None and closed.handoff.decision is Decision.ALLOW, closed.handoff
 
 
 def test_given_a_denied_write_with_a_key_when_repeated_then_the_same_denial_is_replayed(service):
@@ -352,7 +382,7 @@ def test_given_secrets_in_a_write_when_stored_then_no_read_path_returns_them(ser
 def test_given_an_idempotent_write_when_erased_then_replay_conflicts_and_no_text_is_kept(service):
     first = service.writes.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")
     service.erasure.erase(AGENT, first.event_id)
-    record = service.deps.episodes.find_idempotency("acme", stored_idempotency_key("cat"))
+    record = service.deps.episodes.find_idempotency("acme", stored_idempotency_key(AGENT, "cat"))
     assert "Biscuit" not in str(record.result) and "cat" not in record.key
     with pytest.raises(ConflictError, match="erased"):
         service.writes.remember(AGENT, proposal(summary="User's cat is called Biscuit"), idempotency_key="cat")

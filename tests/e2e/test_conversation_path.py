@@ -221,11 +221,11 @@ def test_given_two_actors_closing_one_session_with_the_same_turn_id_then_each_ge
     assert "Sintra" in handoffs[2]["summary"] and "Lisbon" not in handoffs[2]["summary"]
 
 
-def test_given_a_handoff_key_taken_before_when_the_session_closes_then_its_turns_are_kept_and_it_says_why(
+def test_given_an_agent_using_a_handoffs_key_when_the_session_closes_then_the_handoff_is_still_written(
     api: Api,
 ) -> None:
-    """The turns are stored before the handoff is written: a handoff that cannot be written answers
-    with its reason in a 200, never a 409 after the turns went in."""
+    """Idempotency keys are each principal's own: a key the service's handoff will use, taken by an
+    agent first, is the agent's key, not the handoff's."""
     squatted = api.post(
         "/v1/episodes",
         {"eventType": "user_preference_stated", "actorId": "sam", "occurredAt": START.isoformat(),
@@ -235,6 +235,20 @@ def test_given_a_handoff_key_taken_before_when_the_session_closes_then_its_turns
     assert squatted.status_code == 201
     closing = {"turns": [turn(1, "sam", "I booked the Lisbon flights for the 14th of March.")], "endSession": True}
     response = api.post("/v1/sessions/taken/turns", closing)
+    assert response.status_code == 200, response.text
+    assert response.json()["handoff"]["decision"] == "allow"
+
+
+def test_given_a_session_closed_again_on_its_last_turn_with_other_words_then_its_turns_are_kept_and_it_says_why(
+    api: Api,
+) -> None:
+    """The turns are stored before the handoff is written: a handoff that cannot be written (its key
+    was used for another summary of the same session) answers with its reason in a 200, never a 409
+    after the turns went in."""
+    first = {"turns": [turn(1, "sam", "I booked the Lisbon flights for the 14th of March.")], "endSession": True}
+    assert api.post("/v1/sessions/again/turns", first).json()["handoff"]["decision"] == "allow"
+    second = {"turns": [turn(1, "sam", "I booked the Porto trains for the 2nd of May.")], "endSession": True}
+    response = api.post("/v1/sessions/again/turns", second)
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["handoff"] == {**body["handoff"], "decision": "deny", "reasons": ["handoff_conflict"]}

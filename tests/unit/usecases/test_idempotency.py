@@ -49,10 +49,10 @@ def test_given_a_batch_with_a_key_when_stored_then_each_item_has_its_own_hashed_
     items = [proposal(), proposal(summary="User's timezone is Europe/Lisbon")]
     results = writes.remember_batch(AGENT, items, idempotency_key="batch-7")
     for position, result in enumerate(results):
-        record = store.episodes.find_idempotency("acme", stored_idempotency_key(f"batch-7\x1f{position}"))
+        record = store.episodes.find_idempotency("acme", stored_idempotency_key(AGENT, f"batch-7\x1f{position}"))
         assert record is not None and record.result["eventId"] == result.event_id
         assert "batch-7" not in record.key
-    assert store.episodes.find_idempotency("acme", stored_idempotency_key("batch-7")) is None
+    assert store.episodes.find_idempotency("acme", stored_idempotency_key(AGENT, "batch-7")) is None
     again = writes.remember_batch(AGENT, items, idempotency_key="batch-7")
     assert [r.event_id for r in again] == [r.event_id for r in results] and store.episodes.count("acme") == 2
 

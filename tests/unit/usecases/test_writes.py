@@ -230,7 +230,7 @@ def test_given_a_retry_that_writes_only_what_a_failed_attempt_left_then_a_reply_
     batch = [_turn("ana", "Do you eat meat?", 1), _turn("ben", "Fish only", 2)]
     _, first = writes.remember_batch(AGENT, batch, idempotency_key="k-1")
     with store.database.transaction() as conn:  # as if the attempt had failed before the reply's commit
-        conn.execute("DELETE FROM idempotency WHERE key = ?", (stored_idempotency_key("k-1\x1f1"),))
+        conn.execute("DELETE FROM idempotency WHERE key = ?", (stored_idempotency_key(AGENT, "k-1\x1f1"),))
         delete_episode(conn, "acme", first.event_id)
     _, retried = writes.remember_batch(AGENT, batch, idempotency_key="k-1")
     assert retried.event_id != first.event_id  # written again, not replayed

@@ -6,6 +6,11 @@ Every item carries its own idempotency record, committed atomically with that it
 therefore replays what was done and writes only what was not, on any backend, without one
 transaction for the whole batch. Keys are stored hashed: a caller may put anything in one,
 an actor's name included, and the record outlives an erasure of that actor.
+
+A key is its principal's own (the credential's, or a system actor's): the same key from another
+principal of the tenant is another key. Shared across the tenant, one agent could take the key a
+system write would use (a session's handoff, a digest, an ingested event) and so stop that write,
+and learn from a conflict that another principal had used a key.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ Write = Callable[[Caller, list[EpisodeProposal], Sequence[ItemKey | None], Seque
 """Writes proposals with their item keys; the last argument says where each was in the request."""
 
 
-def stored_idempotency_key(key: str) -> str:
-    """How an Idempotency-Key is kept: its hash (lookups need only equality)."""
-    return hash_text(key)
+def stored_idempotency_key(caller: Caller, key: str) -> str:
+    """How ``caller``'s Idempotency-Key is kept: the hash of its principal and the key (lookups need
+    only equality)."""
+    return hash_text(f"{caller.principal_id}\x1e{key}")
 
 
 class Idempotency:
@@ -67,10 +73,10 @@ class Idempotency:
         body = json.dumps([p.to_json_dict() for p in proposals], sort_keys=True, separators=(",", ":"))
         request_hash = hash_text(f"{kind}\n{body}")
         item_keys = [key] if kind == "remember" else [f"{key}\x1f{i}" for i in range(len(proposals))]
-        item_keys = [stored_idempotency_key(k) for k in item_keys]
+        item_keys = [stored_idempotency_key(caller, k) for k in item_keys]
         # A single write keeps its record under the key, a batch under key + position: a key
         # first used by the other kind of request is found only by looking there.
-        other_kind = stored_idempotency_key(f"{key}\x1f0" if kind == "remember" else key)
+        other_kind = stored_idempotency_key(caller, f"{key}\x1f0" if kind == "remember" else key)
         if self.deps.episodes.find_idempotency(caller.tenant_id, other_kind) is not None:
             raise IdempotencyConflictError("this Idempotency-Key was already used with a different request body")
         results: list[RememberResult | None] = []
