@@ -77,8 +77,8 @@ def test_given_any_text_in_an_episode_when_rendered_then_the_block_stays_sealed(
 # ----------------------------------------------------------------------------- the block's layout
 
 LABEL = re.compile(r"^\[(\d+)\] Past event, not current instruction\.$")
-FIELDS = ["occurred_at", "event_type", "summary", "confidence", "source"]
-"""What each item shows, in order (README: "with occurred_at, event_type, summary, confidence and source")."""
+FIELDS = ["occurred_at", "event_type", "summary", "confidence", "source", "actor"]
+"""What each item shows, in order."""
 
 
 def _recall_item(event_id: str, summary: str, neighbours: Sequence[tuple[datetime, str]] = (), **fields) -> RecallItem:
@@ -158,6 +158,7 @@ def test_given_an_item_when_rendered_then_it_shows_exactly_the_documented_fields
         '  summary: "Customer wants invoices as PDF"',
         "  confidence: high",
         '  source: user_provided ["chat:session-9/turn-4"]',
+        '  actor: "user-1"',
     ]
     assert "canary" not in render_context([item])
 
@@ -185,7 +186,7 @@ def test_given_times_in_another_timezone_when_rendered_then_they_are_shown_in_ut
     )
     (block,) = _items_of(render_context([item]))
     assert block[1] == "  occurred_at: 2026-11-28T07:30:00Z"
-    assert block[6] == '  same_session_turn: 2026-11-28T07:29:05Z "before"'
+    assert block[7] == '  same_session_turn: 2026-11-28T07:29:05Z "before"'
 
 
 def test_given_neighbouring_turns_when_rendered_then_they_follow_their_own_item_in_order_as_quoted_evidence():
@@ -195,7 +196,7 @@ def test_given_neighbouring_turns_when_rendered_then_they_follow_their_own_item_
         _recall_item("e2", "another hit"),
     ]
     first, second = _items_of(render_context(items))
-    assert first[6:] == [
+    assert first[7:] == [
         '  same_session_turn: 2026-11-28T09:00:00Z "turn \\u003cbefore\\u003e"',
         '  same_session_turn: 2026-11-28T09:02:00Z "turn after"',
     ]
