@@ -5,8 +5,10 @@ killed with SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -109,6 +111,38 @@ def test_given_two_workers_when_the_server_gets_sigterm_then_every_process_close
             server.wait(timeout=30)
     assert not any(alive(w) for w in workers), "a worker outlived the server"
     assert not (data / "episodic.db-wal").exists(), "a process ended without closing its store"
+
+
+def test_given_two_workers_when_a_client_trickles_its_headers_then_its_deadline_holds_in_every_worker(tmp_path):
+    """The server is made before the workers are forked: each worker must watch its own deadlines
+    (a thread started before the fork would not be in the workers). Several slow clients, so that
+    both workers get some; each is told 408 once the header deadline passes."""
+    port = free_port()
+    server = start_serve(port, tmp_path / "d", "--workers", "2", tokens=f"{AGENT}=acme:agent")
+    try:
+        wait_healthy(server, f"http://127.0.0.1:{port}")
+        slow = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(6)]
+        for sock in slow:
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        answers = [b""] * len(slow)
+        for _ in range(300):  # a byte of a header from each, every 0.1 s, until each is answered (or 30 s)
+            for n, sock in enumerate(slow):
+                if not answers[n]:
+                    with contextlib.suppress(OSError):
+                        sock.sendall(b"a")
+                    sock.setblocking(False)
+                    with contextlib.suppress(BlockingIOError, OSError):
+                        answers[n] = sock.recv(4096) or b"closed"
+                    sock.setblocking(True)
+            if all(answers):
+                break
+            time.sleep(0.1)
+        for sock in slow:
+            sock.close()
+        assert all(answer.startswith(b"HTTP/1.1 408") for answer in answers), answers
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def test_given_a_schema_one_data_dir_when_served_by_two_workers_then_it_is_upgraded_once_and_both_answer(tmp_path):

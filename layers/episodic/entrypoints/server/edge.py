@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -52,18 +53,25 @@ class Watchdog:
 
     A handler arms a deadline while it waits for a request's headers or body and disarms it once
     they are in; when one passes, the client is told 408 and the socket is shut down, which ends
-    the handler's blocked read."""
+    the handler's blocked read.
+
+    The thread starts with the first deadline armed in a process, not with the watchdog: the server
+    is made before ``serve --workers`` forks, and a thread does not cross a fork, so a thread started
+    then would have watched nothing in the workers (slow clients held their connections for as
+    long as they liked). A forked worker arming its first deadline starts its own thread, with
+    state of its own."""
 
     TICK_SECONDS = 0.25
 
     def __init__(self) -> None:
+        self._pid: int | None = None
+        """The process whose thread watches (None: no deadline armed yet)."""
         self._deadlines: dict[socket.socket, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="episodic-watchdog", daemon=True)
-        self._thread.start()
 
     def arm(self, connection: socket.socket, seconds: float) -> None:
+        self._watching()
         with self._lock:
             self._deadlines[connection] = time.monotonic() + seconds
 
@@ -74,15 +82,32 @@ class Watchdog:
     def stop(self) -> None:
         self._stop.set()
 
-    def _run(self) -> None:
+    def _watching(self) -> None:
+        """This process's thread, started on first use (with state of its own after a fork: what the
+        parent held, its lock included, is not this process's)."""
+        pid = os.getpid()
+        if self._pid == pid:
+            return
+        with _STARTING:
+            if self._pid != pid:
+                self._deadlines, self._lock = {}, threading.Lock()
+                threading.Thread(target=self._run, args=(self._lock, self._deadlines), name="episodic-watchdog",
+                                 daemon=True).start()  # fmt: skip
+                self._pid = pid
+
+    def _run(self, lock: threading.Lock, deadlines: dict[socket.socket, float]) -> None:
         while not self._stop.wait(self.TICK_SECONDS):
             now = time.monotonic()
-            with self._lock:
-                late = [c for c, deadline in self._deadlines.items() if deadline <= now]
+            with lock:
+                late = [c for c, deadline in deadlines.items() if deadline <= now]
                 for connection in late:
-                    del self._deadlines[connection]
+                    del deadlines[connection]
             for connection in late:
                 _give_up(connection)
+
+
+_STARTING = threading.Lock()
+"""Held while a watchdog starts its thread (two handlers may arm their first deadlines at once)."""
 
 
 def _give_up(connection: socket.socket) -> None:
