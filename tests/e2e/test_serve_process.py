@@ -46,6 +46,7 @@ def test_given_a_first_start_when_served_then_tokens_are_created_printed_and_wor
         stored = json.loads((data / "tokens.json").read_text())
         assert {v["role"] for v in stored.values()} == {"agent", "operator"}
         assert oct((data / "tokens.json").stat().st_mode & 0o777) == "0o600"
+        assert oct(data.stat().st_mode & 0o777) == "0o700", "the data dir holds every memory: owner-only"
 
         base = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{base}/v1/health", timeout=30).json()["status"] == "ok"

@@ -102,7 +102,7 @@ def load_tokens(data_dir: Path, environ: dict[str, str] | None = None) -> TokenB
         raw = json.loads(path.read_text())
         tokens = {t: _from_file(t, v) for t, v in raw.items()}
         return TokenBook(tokens, str(path))
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # the data dir may be made here first: owner-only
     raw = {
         new_token(): {"tenantId": "demo", "role": "agent"},
         new_token(): {"tenantId": "demo", "role": "operator"},
