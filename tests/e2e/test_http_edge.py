@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import httpx
@@ -295,3 +296,63 @@ def test_given_the_costliest_write_when_it_runs_then_health_is_answered_meanwhil
                 answered_meanwhile += not finished.is_set()
         thread.join()
     assert answered_meanwhile >= 3
+
+
+# ---------------------------------------------------------------------------- stopping
+
+
+def test_given_a_request_in_flight_when_the_server_drains_then_it_is_answered_and_new_ones_are_told_503():
+    """What ``episodic serve`` does on SIGTERM before it closes the store: a request cut off by the
+    close would fail with a 500, so the ones being answered finish, and new ones are refused."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_handler(event, context):
+        entered.set()
+        release.wait(30)
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": '{"ok": true}'}
+
+    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), slow_handler, limits=SHORT)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://{}:{}".format(*server.server_address[:2])
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(httpx.get, f"{base}/v1/health", timeout=30)
+            assert entered.wait(30)
+            drained = pool.submit(server.drain, 30)
+            while not server.requests.draining:
+                time.sleep(0.01)
+            refused = httpx.get(f"{base}/v1/health", timeout=30)
+            assert refused.status_code == 503 and refused.json()["error"] == "shutting_down"
+            assert refused.headers["Retry-After"] == "1" and refused.headers["Connection"] == "close"
+            assert not drained.done(), "the drain waits for the request being answered"
+            release.set()
+            assert first.result().status_code == 200 and first.result().json() == {"ok": True}
+            assert drained.result() is True
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_given_a_request_that_outlasts_the_drain_when_the_server_drains_then_it_says_so():
+    release = threading.Event()
+
+    def stuck_handler(event, context):
+        release.wait(30)
+        return {"statusCode": 200, "body": "{}"}
+
+    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), stuck_handler, limits=SHORT)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://{}:{}".format(*server.server_address[:2])
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(httpx.get, f"{base}/v1/health", timeout=30)
+            while not server.requests.busy():
+                time.sleep(0.01)
+            assert server.drain(0.2) is False
+            release.set()
+            assert pending.result().status_code == 200
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()

@@ -11,10 +11,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 
 from episodic.client import Client
@@ -143,6 +145,62 @@ def test_given_two_workers_when_a_client_trickles_its_headers_then_its_deadline_
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_given_writes_in_flight_when_two_workers_get_sigterm_then_none_fails_and_every_acknowledged_one_is_kept(
+    tmp_path,
+):
+    """The store is closed only once the requests being answered are done: a write cut off by the
+    close answered 500. What the stopping server still answers is a 2xx or 503 ``shutting_down``;
+    a connection it no longer takes fails on the client's side, and a retry with the same key is
+    applied once."""
+    port, data = free_port(), tmp_path / "d"
+    server = start_serve(port, data, "--workers", "2", tokens=f"{AGENT}=acme:agent")
+    base = f"http://127.0.0.1:{port}"
+    statuses: list[int] = []
+    kept: list[str] = []
+    stop = threading.Event()
+
+    def writer(n: int) -> None:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {AGENT}"}, timeout=30) as client:
+            for i in range(10_000):
+                if stop.is_set():
+                    return
+                body = {"eventType": "task_milestone", "actorId": "sam", "occurredAt": "2026-11-20T18:00:00Z",
+                        "summary": f"Writer {n} shipped build {i} of the billing service",
+                        "sourceRefs": [f"build:{n}:{i}"], "sourceTrust": "tool_result"}  # fmt: skip
+                try:
+                    response = client.post("/v1/episodes", json=body, headers={"Idempotency-Key": f"w{n}-{i}"})
+                except httpx.TransportError:
+                    return  # the server is gone
+                statuses.append(response.status_code)
+                if response.status_code == 201:
+                    kept.append(response.json()["episode"]["eventId"])
+
+    try:
+        wait_healthy(server, base)
+        with ThreadPoolExecutor(8) as pool:
+            for n in range(8):
+                pool.submit(writer, n)
+            while len(statuses) < 40:
+                time.sleep(0.05)
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=60) == 0
+            stop.set()
+    finally:
+        stop.set()
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=30)
+    assert statuses and set(statuses) <= {201, 503}, sorted(set(statuses))
+    again = start_serve(port, data, "--workers", "1", tokens=f"{AGENT}=acme:agent")
+    try:
+        wait_healthy(again, base)
+        with Client(base, AGENT) as agent:
+            assert all(agent.get(event_id).event_id == event_id for event_id in kept)
+    finally:
+        again.terminate()
+        again.wait(timeout=60)
 
 
 def test_given_a_schema_one_data_dir_when_served_by_two_workers_then_it_is_upgraded_once_and_both_answer(tmp_path):

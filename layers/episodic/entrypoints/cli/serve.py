@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from episodic.application.settings import Settings
     from episodic.domain.model import DigestOutcome
 
+DRAIN_SECONDS = 10.0
+"""How long a stopping server waits for the requests it is answering before it closes the store
+(new ones are told 503 ``shutting_down``): a request cut off by the close failed with a 500."""
+
 
 def serve(args: argparse.Namespace) -> int:
     from episodic.application.settings import Settings
@@ -149,6 +153,8 @@ def _run_server(
         if first:
             print("\nstopping")
     finally:
+        if not server.drain(DRAIN_SECONDS):
+            print(f"episodic: requests still running after {DRAIN_SECONDS:.0f} s; stopping anyway", file=sys.stderr)
         scheduler.stop()
         if deliverer is not None:
             deliverer.stop()

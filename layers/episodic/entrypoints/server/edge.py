@@ -110,6 +110,41 @@ _STARTING = threading.Lock()
 """Held while a watchdog starts its thread (two handlers may arm their first deadlines at once)."""
 
 
+class InFlight:
+    """The requests being answered (their headers in, their response not yet out), and the drain a
+    stopping server waits in: it closes the store next, and a request still running then would fail
+    with a 500. Once draining, a new request is told 503 ``shutting_down``."""
+
+    def __init__(self) -> None:
+        self._busy = 0
+        self._quiet = threading.Condition()
+        self.draining = False
+
+    def begin(self) -> bool:
+        """Count a request in; False once draining."""
+        with self._quiet:
+            if self.draining:
+                return False
+            self._busy += 1
+            return True
+
+    def end(self) -> None:
+        with self._quiet:
+            self._busy -= 1
+            self._quiet.notify_all()
+
+    def busy(self) -> int:
+        with self._quiet:
+            return self._busy
+
+    def drain(self, seconds: float) -> bool:
+        """Take no new request and wait (at most ``seconds``) for those being answered; True when none
+        was left."""
+        with self._quiet:
+            self.draining = True
+            return self._quiet.wait_for(lambda: self._busy == 0, timeout=seconds)
+
+
 def _give_up(connection: socket.socket) -> None:
     """408 to a client that did not send its request in time, then the connection closed."""
     with contextlib.suppress(OSError):

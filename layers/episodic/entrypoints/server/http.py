@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from episodic.entrypoints.server.edge import Limits, Watchdog, json_error
+from episodic.entrypoints.server.edge import InFlight, Limits, Watchdog, json_error
 from episodic.entrypoints.server.proxy_event import LocalLambdaContext, build_event
 from episodic.entrypoints.server.tokens import TokenBook
 from episodic.logs import service_logger
@@ -246,6 +246,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.watchdog.disarm(self.connection)
 
     def _dispatch(self) -> None:
+        if not self.server.requests.begin():
+            stopping = {"Retry-After": "1", "Connection": "close"}
+            self._error(503, "shutting_down", "the server is stopping; try again shortly", stopping)
+            return
+        try:
+            self._answer()
+        finally:
+            self.server.requests.end()
+
+    def _answer(self) -> None:
         self._started = time.perf_counter()
         self.server.watchdog.disarm(self.connection)  # the headers are in
         length = self._body_length()
@@ -320,7 +330,12 @@ class _Server(ThreadingHTTPServer):
         self.watchdog = Watchdog()
         self._open = 0
         self._open_lock = threading.Lock()
+        self.requests = InFlight()
         super().__init__(address, _Handler)
+
+    def drain(self, seconds: float) -> bool:
+        """:meth:`InFlight.drain`: before ``episodic serve`` closes the store."""
+        return self.requests.drain(seconds)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """A thread for the connection, or -- past the cap -- 503 at once and the connection closed."""
