@@ -203,6 +203,16 @@ def test_given_a_request_log_when_an_unreadable_request_comes_then_it_is_answere
     assert [line.split()[3] for line in lines] == ["400", "414"]
 
 
+def test_given_a_path_with_terminal_escapes_when_logged_then_the_log_holds_none_of_them(tmp_path):
+    """Anyone may send a path; the request log is read in terminals."""
+    log = io.StringIO()
+    with edge(tmp_path, log=log) as address:
+        raw = exchange(address, b"GET /v1/\x1b[31mRED\x1b[0m\x00x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert status_and_body(raw)[0] in (400, 401, 404)
+    (line,) = log.getvalue().splitlines()
+    assert line.isprintable() and "\\x1b[31mRED\\x1b[0m\\x00x" in line
+
+
 # ---------------------------------------------------------------------------- deadlines and the cap
 
 

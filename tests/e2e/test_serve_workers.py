@@ -243,6 +243,38 @@ def test_given_no_workers_option_when_served_then_there_is_a_worker_per_core(tmp
         assert server.wait(timeout=60) == 0
 
 
+SUPERVISED = """
+import os, sys, time
+from episodic.entrypoints.server.workers import supervise
+
+def run(index, replacing):
+    with open(sys.argv[1], "a") as seen:
+        seen.write(f"{index} {replacing}\\n")
+    if index == 0 and not replacing:
+        os._exit(1)  # the first worker 0 dies at once: its replacement is told it replaces it
+    while True:
+        time.sleep(0.1)
+
+sys.exit(supervise(2, run))
+"""
+
+
+def test_given_a_worker_that_dies_when_it_is_replaced_then_the_replacement_knows_it_replaces_one(tmp_path):
+    """What ``episodic serve`` says once at its start (where it listens, the tokens it created) a
+    replaced worker 0 must not say again: it is told it is a replacement."""
+    seen = tmp_path / "seen"
+    supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISED, str(seen)], cwd=ROOT,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT / "layers")})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not seen.exists() or len(seen.read_text().splitlines()) < 3):
+            time.sleep(0.05)
+        assert sorted(seen.read_text().splitlines()) == ["0 False", "0 True", "1 False"]
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.wait(timeout=30)
+
+
 def test_given_a_worker_killed_when_serving_then_another_takes_its_place_and_writes_go_on(tmp_path):
     port = free_port()
     server = start_serve(port, tmp_path / "d", "--workers", "2", tokens=f"{AGENT}=acme:agent", stderr=subprocess.PIPE)

@@ -67,13 +67,14 @@ def serve(args: argparse.Namespace) -> int:
 
         prepare_data_dir(settings)  # an upgrade of the data dir runs here, once, before the workers exist
 
-    def one_process(index: int) -> int:
+    def one_process(index: int, replacing: bool) -> int:
         _stop_on_sigterm()
         with _backend(args.backend, settings) as (service, where):
-            return _run_server(server, settings, tokens, service, where, index == 0, workers)
+            announce = where if index == 0 and not replacing else None
+            return _run_server(server, settings, tokens, service, announce, index == 0, workers)
 
     if workers == 1:
-        return one_process(0)
+        return one_process(0, False)
     code = supervise(workers, one_process)  # forked before any thread starts or the model loads
     if args.backend == "local":
         # Workers stopped together may each close while another still has the database open, and
@@ -118,9 +119,10 @@ def _backend(name: str, settings: Settings) -> Iterator[tuple[MemoryService, str
 
 
 def _run_server(
-    server: Any, settings: Settings, tokens: Any, service: MemoryService, where: str, first: bool, workers: int
+    server: Any, settings: Settings, tokens: Any, service: MemoryService, where: str | None, first: bool, workers: int
 ) -> int:
-    """Serve until stopped; the first process also runs the schedules and says where it listens."""
+    """Serve until stopped; the first process also runs the schedules, and says where it listens and
+    where its data lives (``where``) when started with the server, not as a replacement."""
     from episodic.entrypoints import rest
     from episodic.entrypoints.server.collector import tune_collector
     from episodic.entrypoints.server.events import Deliverer
@@ -145,7 +147,7 @@ def _run_server(
     deliverer = Deliverer(service.notifications) if first and service.notifications is not None else None
     if deliverer is not None:
         deliverer.start()
-    if first:
+    if where is not None:
         _announce(server, tokens, where, workers)
     try:
         server.serve_forever()

@@ -131,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
         took = (time.perf_counter() - getattr(self, "_started", time.perf_counter())) * 1000
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         path = urlsplit(getattr(self, "path", "") or "").path  # no path: the request line was unreadable
-        log.write(f"{now} {self.command or '-'} {path or '-'} {status} {took:.1f}ms\n")
+        log.write(f"{now} {_printable(self.command or '-')} {_printable(path or '-')} {status} {took:.1f}ms\n")
         log.flush()
 
     def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
@@ -295,6 +295,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, response.get("body") or "", out_headers, head=head)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
+
+
+def _printable(text: str) -> str:
+    """``text`` with what a terminal would act on (escape sequences, NUL, line breaks) written as
+    ``\\xNN``: a request's path comes from anyone, and the log is read in terminals."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
 
 
 def _where(exc: BaseException) -> str:

@@ -54,9 +54,10 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def supervise(count: int, run: Callable[[int], int]) -> int:
-    """Run ``run(index)`` in ``count`` forked workers (``index`` 0 to ``count - 1``) until SIGTERM
-    or SIGINT, replacing any that dies; returns the server's exit code."""
+def supervise(count: int, run: Callable[[int, bool], int]) -> int:
+    """Run ``run(index, replacing)`` in ``count`` forked workers (``index`` 0 to ``count - 1``) until
+    SIGTERM or SIGINT, replacing any that dies (``replacing`` is then true: what a server says once
+    at its start, its tokens included, is not said again); returns the server's exit code."""
     if not sys.platform.startswith("linux"):
         raise ValueError("--workers above 1 needs Linux")
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -65,7 +66,7 @@ def supervise(count: int, run: Callable[[int], int]) -> int:
     code = 0
     try:
         for index in range(count):
-            workers[_spawn(index, run)] = (index, time.monotonic())
+            workers[_spawn(index, run, False)] = (index, time.monotonic())
         while workers:
             pid, status = os.wait()
             if pid not in workers:
@@ -77,7 +78,7 @@ def supervise(count: int, run: Callable[[int], int]) -> int:
                 code = 1
                 break
             print(f"episodic: worker {index} ended ({_how(status)}); starting another", file=sys.stderr)
-            workers[_spawn(index, run)] = (index, time.monotonic())
+            workers[_spawn(index, run, True)] = (index, time.monotonic())
     except _Stop:
         pass
     finally:
@@ -89,8 +90,8 @@ def supervise(count: int, run: Callable[[int], int]) -> int:
     return code
 
 
-def _spawn(index: int, run: Callable[[int], int]) -> int:
-    """Fork one worker running ``run(index)``; it never returns into the supervisor's code."""
+def _spawn(index: int, run: Callable[[int, bool], int], replacing: bool) -> int:
+    """Fork one worker running ``run(index, replacing)``; it never returns into the supervisor's code."""
     pid = os.fork()
     if pid:
         return pid
@@ -99,7 +100,7 @@ def _spawn(index: int, run: Callable[[int], int]) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _stop_with_parent()
-        code = run(index)
+        code = run(index, replacing)
     except KeyboardInterrupt:
         code = 0
     except BaseException:  # say why, then end this worker only
