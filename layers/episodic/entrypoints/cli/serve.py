@@ -126,7 +126,7 @@ def _run_server(
     from episodic.entrypoints import rest
     from episodic.entrypoints.server.collector import tune_collector
     from episodic.entrypoints.server.events import Deliverer
-    from episodic.entrypoints.server.scheduler import Scheduler
+    from episodic.entrypoints.server.scheduler import STATE_FILE, Scheduler
 
     rest.set_service(service)
     warm = getattr(service.deps.embedder, "warm_up", None)
@@ -142,7 +142,7 @@ def _run_server(
         ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarisation.summarise())),
         ("forget", settings.forget_interval_seconds, lambda: _forget_all(service)),
     ]
-    scheduler = Scheduler(jobs if first else [])
+    scheduler = Scheduler(jobs if first else [], settings.data_dir.expanduser() / STATE_FILE)
     scheduler.start()
     deliverer = Deliverer(service.notifications) if first and service.notifications is not None else None
     if deliverer is not None:
