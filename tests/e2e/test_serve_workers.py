@@ -147,15 +147,17 @@ def test_given_two_workers_when_a_client_trickles_its_headers_then_its_deadline_
         server.wait(timeout=60)
 
 
-def test_given_writes_in_flight_when_two_workers_get_sigterm_then_none_fails_and_every_acknowledged_one_is_kept(
-    tmp_path,
+@pytest.mark.parametrize("stop", ["sigterm", "ctrl-c"])
+def test_given_writes_in_flight_when_two_workers_are_stopped_then_none_fails_and_every_acknowledged_one_is_kept(
+    tmp_path, stop
 ):
     """The store is closed only once the requests being answered are done: a write cut off by the
     close answered 500. What the stopping server still answers is a 2xx or 503 ``shutting_down``;
     a connection it no longer takes fails on the client's side, and a retry with the same key is
-    applied once."""
+    applied once. Ctrl-C in a terminal reaches every process of the group, then the supervisor's
+    SIGTERM reaches the workers again: neither may cut a worker's wait short."""
     port, data = free_port(), tmp_path / "d"
-    server = start_serve(port, data, "--workers", "2", tokens=f"{AGENT}=acme:agent")
+    server = start_serve(port, data, "--workers", "2", tokens=f"{AGENT}=acme:agent", own_group=True)
     base = f"http://127.0.0.1:{port}"
     statuses: list[int] = []
     kept: list[str] = []
@@ -184,7 +186,10 @@ def test_given_writes_in_flight_when_two_workers_get_sigterm_then_none_fails_and
                 pool.submit(writer, n)
             while len(statuses) < 40:
                 time.sleep(0.05)
-            server.send_signal(signal.SIGTERM)
+            if stop == "sigterm":
+                server.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(server.pid, signal.SIGINT)
             assert server.wait(timeout=60) == 0
             stop.set()
     finally:

@@ -658,6 +658,21 @@ def test_given_a_failing_word_count_when_recalling_then_no_search_by_words_is_se
     assert len(opensearch.requests) == 2  # the version, then one _msearch: the words were never searched
 
 
+def test_given_the_search_by_words_failing_after_the_counts_then_the_knn_hits_are_kept_and_lexical_is_unavailable(
+    opensearch, index
+):
+    """The search by words is a second request: its failure must not lose what the first found."""
+    opensearch.reply_cluster()
+    opensearch.reply_counts(40, 3, before=(answer("msearch_knn_and_bm25.json", 0),))
+    for _ in range(4):  # the client's own retries included
+        opensearch.reply(500, "error_500.json")
+
+    found = index.candidates(FULL_SCOPE, "invoice", [1.0, 0.0, 0.0, 0.0], 10)
+
+    assert {c.event_id: c.semantic for c in found.items} == {A: pytest.approx(0.8), B: pytest.approx(-0.25)}
+    assert found.degraded == ("lexical_unavailable",)
+
+
 def test_given_words_the_scope_does_not_hold_when_recalling_then_no_search_by_words_is_sent(opensearch, index):
     opensearch.reply_cluster()
     opensearch.reply_counts(40, 0, 0)

@@ -49,10 +49,12 @@ def start_serve(
     settings: dict[str, str] | None = None,
     stdout: Any = subprocess.DEVNULL,
     stderr: Any = subprocess.DEVNULL,
+    own_group: bool = False,
 ) -> subprocess.Popen:
     """``episodic serve`` as its own process on ``port`` over the data dir ``data``, with
     ``EPISODIC_TOKENS=tokens``, any further ``EPISODIC_*`` ``settings`` and command-line
-    ``options`` (``--workers``, ``--backend``)."""
+    ``options`` (``--workers``, ``--backend``); ``own_group``: in a process group of its own, as a
+    terminal's Ctrl-C reaches a server (every process of the group)."""
     command = [
         sys.executable,
         "-m",
@@ -65,7 +67,9 @@ def start_serve(
         *options,
     ]
     env = {**os.environ, **(settings or {}), "EPISODIC_TOKENS": tokens}
-    return subprocess.Popen(command, env=env, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
+    return subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=stdout, stderr=stderr, text=True, start_new_session=own_group
+    )
 
 
 def kill_when(script: str, args: Sequence[str], enough: Callable[[list[str]], bool]) -> list[str]:

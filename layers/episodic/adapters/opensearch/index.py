@@ -332,9 +332,12 @@ class OpenSearchRecallIndex:
         weights = word_weights(total, dict(zip(words, holding, strict=True)))
         if not weights:  # the scope holds none of the words
             return {"hits": {"hits": []}}
-        with storage_errors("recall"):
-            response = self.client.msearch(index=self.index, body=[{}, lexical_search(filters, weights, pool_size)])
-        answer: dict[str, Any] = response["responses"][0]
+        try:
+            with storage_errors("recall"):
+                body = [{}, lexical_search(filters, weights, pool_size)]
+                answer: dict[str, Any] = self.client.msearch(index=self.index, body=body)["responses"][0]
+        except StorageError as error:  # what the first request found still counts
+            return {"error": {"type": error.details.get("type")}, "status": error.details.get("status") or 503}
         if any(_incomplete(c, "word count") for c in counted):
             answer = {**answer, "timed_out": True}
         return answer

@@ -66,7 +66,9 @@ class ExtractiveSummariser:
 def _offered(per_event: list[list[str]]) -> list[tuple[int, str]]:
     """``(event, sentence)`` for what a digest may choose from: each event's first
     :data:`SENTENCES_PER_EVENT` non-empty sentences, at most :data:`MAX_SENTENCES` in all, taken
-    one from every event in turn; in the events' order."""
+    one from every event in turn (the first of each, then the second...; past
+    :data:`MAX_SENTENCES` events, the first ones': the summariser's callers hand it 50 at most);
+    in the events' order."""
     offered = [list(itertools.islice(filter(None, map(str.strip, parts)), SENTENCES_PER_EVENT)) for parts in per_event]
     taken: list[tuple[int, int]] = []  # (event, place in it)
     for place in range(SENTENCES_PER_EVENT):

@@ -33,7 +33,7 @@ Write = Callable[[Caller, list[EpisodeProposal], Sequence[ItemKey | None], Seque
 def stored_idempotency_key(caller: Caller, key: str) -> str:
     """How ``caller``'s Idempotency-Key is kept: the hash of its principal and the key (lookups need
     only equality)."""
-    return hash_text(f"{caller.principal_id}\x1e{key}")
+    return hash_text(json.dumps([caller.principal_id, key]))
 
 
 class Idempotency:

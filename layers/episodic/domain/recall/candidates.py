@@ -38,7 +38,9 @@ def word_weights(texts: int, holding: Mapping[str, int]) -> dict[str, float]:
     the words held by fewer than half of them; when there is none, every held word at
     :data:`NO_WEIGHT`, so they rank among themselves (a search without a model still finds
     something). The counts must be of what the caller may read: weights counted over texts it may
-    not read let it tell which words those hold."""
-    weights = {word: math.log((texts - held + 0.5) / (held + 0.5)) for word, held in holding.items() if held}
+    not read let it tell which words those hold. A count above ``texts`` (counted apart, a moment
+    later) is taken as ``texts``."""
+    weights = {word: math.log((texts - min(held, texts) + 0.5) / (min(held, texts) + 0.5))
+               for word, held in holding.items() if held}  # fmt: skip
     weighty = {word: weight for word, weight in weights.items() if weight > 0}
     return weighty or dict.fromkeys(weights, NO_WEIGHT)

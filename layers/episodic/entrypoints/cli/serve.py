@@ -26,6 +26,7 @@ DRAIN_SECONDS = 10.0
 
 def serve(args: argparse.Namespace) -> int:
     from episodic.application.settings import Settings
+    from episodic.entrypoints.server.scheduler import STATE_FILE
     from episodic.entrypoints.server.tokens import load_tokens
 
     try:
@@ -71,7 +72,8 @@ def serve(args: argparse.Namespace) -> int:
         _stop_on_sigterm()
         with _backend(args.backend, settings) as (service, where):
             announce = where if index == 0 and not replacing else None
-            return _run_server(server, settings, tokens, service, announce, index == 0, workers)
+            kept = settings.data_dir.expanduser() / STATE_FILE if args.backend == "local" else None  # aws-local: memory
+            return _run_server(server, settings, tokens, service, announce, (index == 0, kept), workers)
 
     if workers == 1:
         return one_process(0, False)
@@ -119,14 +121,22 @@ def _backend(name: str, settings: Settings) -> Iterator[tuple[MemoryService, str
 
 
 def _run_server(
-    server: Any, settings: Settings, tokens: Any, service: MemoryService, where: str | None, first: bool, workers: int
+    server: Any,
+    settings: Settings,
+    tokens: Any,
+    service: MemoryService,
+    where: str | None,
+    schedules: tuple[bool, Path | None],
+    workers: int,
 ) -> int:
-    """Serve until stopped; the first process also runs the schedules, and says where it listens and
-    where its data lives (``where``) when started with the server, not as a replacement."""
+    """Serve until stopped; the first process also runs the schedules (``schedules``: whether this
+    process runs them, and the file that keeps when each last started), and says where it listens
+    and where its data lives (``where``) when started with the server, not as a replacement."""
+    first, kept = schedules
     from episodic.entrypoints import rest
     from episodic.entrypoints.server.collector import tune_collector
     from episodic.entrypoints.server.events import Deliverer
-    from episodic.entrypoints.server.scheduler import STATE_FILE, Scheduler
+    from episodic.entrypoints.server.scheduler import Scheduler
 
     rest.set_service(service)
     warm = getattr(service.deps.embedder, "warm_up", None)
@@ -142,7 +152,7 @@ def _run_server(
         ("summarise", settings.summary_interval_seconds, lambda: _digest_counts(service.summarisation.summarise())),
         ("forget", settings.forget_interval_seconds, lambda: _forget_all(service)),
     ]
-    scheduler = Scheduler(jobs if first else [], settings.data_dir.expanduser() / STATE_FILE)
+    scheduler = Scheduler(jobs if first else [], kept)
     scheduler.start()
     deliverer = Deliverer(service.notifications) if first and service.notifications is not None else None
     if deliverer is not None:
@@ -155,6 +165,8 @@ def _run_server(
         if first:
             print("\nstopping")
     finally:
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C reaches every worker, then the supervisor's
+            signal.signal(stop_signal, signal.SIG_IGN)  # SIGTERM: neither may cut the drain and the close short
         if not server.drain(DRAIN_SECONDS):
             print(f"episodic: requests still running after {DRAIN_SECONDS:.0f} s; stopping anyway", file=sys.stderr)
         scheduler.stop()

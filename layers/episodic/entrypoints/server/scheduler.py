@@ -1,7 +1,7 @@
 """The local server's periodic jobs (the sweep, the summarisation, the decay sweep), each in a
 daemon thread of its own.
 
-When each job last ran is kept in a small file of the data dir (``schedule.json``), so the clock of
+When each job last started is kept in a small file of the data dir (``schedule.json``), so the clock of
 a daily job survives a restart: counted from each start instead, a server restarted more often than
 once a day (a deploy, a crash, a replaced worker) would never summarise or forget. A job never run
 before has its clock started at the first start, and first runs one interval later.
@@ -52,14 +52,15 @@ class Scheduler:
         last = self._last_run(name)
         # never longer than an interval: a clock set back must not hold a job for longer
         while not self._stop.wait(min(interval, max(0.0, last + interval - time.time()))):
+            # kept before it runs: a run that ends its process is not run again by the next one at once
+            last = time.time()
+            self._record(name, last)
             try:
                 outcome = job()
                 if outcome:
                     logger.info("scheduled job", job=name, outcome=str(outcome)[:500])
             except Exception:
                 logger.exception("scheduled job failed; will retry", job=name)
-            last = time.time()
-            self._record(name, last)
 
     def _last_run(self, name: str) -> float:
         """When ``name`` last ran, from the state file; never: now (recorded, so a restart keeps it)."""

@@ -161,8 +161,8 @@ def _read(data_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def _write(data_dir: Path, raw: dict[str, dict[str, Any]]) -> None:
-    """Replace the tokens file atomically, readable by its owner only."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """Replace the tokens file atomically, readable by its owner only (and a data dir made here, too)."""
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     staging = token_file(data_dir).with_suffix(".json.new")
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
