@@ -99,6 +99,9 @@ class TenantWords:
         """Positions used, removed texts' included (a position is never reused)."""
         self.live = 0
         self.total_length = 0
+        self.rowid_sum = 0
+        """The sum of the held texts' rowids: with :attr:`live`, how a search tells a scope of every
+        text held (the common one) without checking each."""
         self.event_ids: list[str] = []
         self.positions: dict[str, array[int]] = {}
         self.counts: dict[str, array[int]] = {}
@@ -129,6 +132,7 @@ class TenantWords:
             self._starts[position] = len(self._held)
             self.event_ids.append(event_id)
             self.total_length += length
+            self.rowid_sum += rowid
             for word, count in counted.items():
                 held = self.positions.get(word)
                 if held is None:
@@ -155,6 +159,7 @@ class TenantWords:
         self._gone[found] = True
         self.live -= len(found)
         self.total_length -= int(self._lengths[found].sum())
+        self.rowid_sum -= int(self._rowids[found].sum())
         touched: set[int] = set()
         for position in found.tolist():
             start = int(self._starts[position])
@@ -187,16 +192,18 @@ class TenantWords:
         counted = searched
         if counted_rowids is not None and counted_rowids is not scope_rowids:
             counted = self._admitted(counted_rowids)
-        texts = int(np.count_nonzero(counted))
+        texts = self.live if counted is None else int(np.count_nonzero(counted))
         if not texts:
             return []
         lengths = self._lengths[: self.count]
-        mean_length = float(lengths[counted].mean()) or 1.0
+        mean_length = (self.total_length / self.live if counted is None else float(lengths[counted].mean())) or 1.0
         postings = {word: np.array(self.positions[word], dtype=np.int32) for word in words}  # copies: lists grow
-        weights = word_weights(texts, {word: int(np.count_nonzero(counted[p])) for word, p in postings.items()})
+        holding = {
+            word: len(p) if counted is None else int(np.count_nonzero(counted[p])) for word, p in postings.items()
+        }
         held, scores = [], []
-        for word, weight in weights.items():
-            kept = searched[postings[word]]
+        for word, weight in word_weights(texts, holding).items():
+            kept = slice(None) if searched is None else searched[postings[word]]
             positions = postings[word][kept]
             counts = np.array(self.counts[word], dtype=np.float64)[kept]
             norm = K1 * (1.0 - B + B * lengths[positions] / mean_length)
@@ -211,8 +218,11 @@ class TenantWords:
         found = found[np.argsort(-total[found], kind="stable")]
         return [(self.event_ids[p], float(total[p])) for p in found.tolist()]
 
-    def _admitted(self, scope_rowids: np.ndarray) -> np.ndarray:
-        """For each position, whether the scope admits its text (a removed text never)."""
+    def _admitted(self, scope_rowids: np.ndarray) -> np.ndarray | None:
+        """For each position, whether the scope admits its text (a removed text never); None when it
+        admits every text held (as many texts, the same rowid sum: not checked one by one)."""
+        if len(scope_rowids) == self.live and int(scope_rowids.sum()) == self.rowid_sum:
+            return None
         rowids = self._rowids[: self.count]
         if len(scope_rowids) * SCOPE_SEARCHED_FROM < self.count:  # a small scope in a large tenant
             admitted = np.zeros(self.count, dtype=bool)
