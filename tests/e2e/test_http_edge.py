@@ -311,6 +311,18 @@ def test_given_the_costliest_write_when_it_runs_then_health_is_answered_meanwhil
 # ---------------------------------------------------------------------------- stopping
 
 
+@contextmanager
+def serving(handler) -> Iterator[tuple[object, str]]:
+    """The HTTP server in front of ``handler`` (a Lambda handler of the test's), and its address."""
+    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), handler, limits=SHORT)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server, "http://{}:{}".format(*server.server_address[:2])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_given_a_request_in_flight_when_the_server_drains_then_it_is_answered_and_new_ones_are_told_503():
     """What ``episodic serve`` does on SIGTERM before it closes the store: a request cut off by the
     close would fail with a 500, so the ones being answered finish, and new ones are refused."""
@@ -321,11 +333,8 @@ def test_given_a_request_in_flight_when_the_server_drains_then_it_is_answered_an
         release.wait(30)
         return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": '{"ok": true}'}
 
-    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), slow_handler, limits=SHORT)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = "http://{}:{}".format(*server.server_address[:2])
-    try:
-        with ThreadPoolExecutor(2) as pool:
+    with serving(slow_handler) as (server, base), ThreadPoolExecutor(2) as pool:
+        try:
             first = pool.submit(httpx.get, f"{base}/v1/health", timeout=30)
             assert entered.wait(30)
             drained = pool.submit(server.drain, 30)
@@ -338,10 +347,8 @@ def test_given_a_request_in_flight_when_the_server_drains_then_it_is_answered_an
             release.set()
             assert first.result().status_code == 200 and first.result().json() == {"ok": True}
             assert drained.result() is True
-    finally:
-        release.set()
-        server.shutdown()
-        server.server_close()
+        finally:
+            release.set()
 
 
 def test_given_a_request_that_outlasts_the_drain_when_the_server_drains_then_it_says_so():
@@ -351,18 +358,13 @@ def test_given_a_request_that_outlasts_the_drain_when_the_server_drains_then_it_
         release.wait(30)
         return {"statusCode": 200, "body": "{}"}
 
-    server = create_server("127.0.0.1", 0, TokenBook(parse_tokens(TOKEN_SPEC), "test"), stuck_handler, limits=SHORT)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = "http://{}:{}".format(*server.server_address[:2])
-    try:
-        with ThreadPoolExecutor(1) as pool:
+    with serving(stuck_handler) as (server, base), ThreadPoolExecutor(1) as pool:
+        try:
             pending = pool.submit(httpx.get, f"{base}/v1/health", timeout=30)
             while not server.requests.busy():
                 time.sleep(0.01)
             assert server.drain(0.2) is False
             release.set()
             assert pending.result().status_code == 200
-    finally:
-        release.set()
-        server.shutdown()
-        server.server_close()
+        finally:
+            release.set()

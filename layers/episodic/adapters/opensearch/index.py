@@ -314,11 +314,11 @@ class OpenSearchRecallIndex:
         bodies = [*searches.values(), *(word_counts(scope_filter(scope.readable()), words) if words else [])]
         with storage_errors("recall"):
             response = self.client.msearch(index=self.index, body=[line for body in bodies for line in ({}, body)])
-        answers = response["responses"][: len(searches)]
+        names, answers = list(searches), response["responses"][: len(searches)]
         if words:
-            searches["lexical"] = {}
+            names.append("lexical")
             answers.append(self._by_words(filters, words, response["responses"][len(answers) :], pool_size))
-        return self._merge(scope, list(searches), answers)
+        return self._merge(scope, names, answers)
 
     def _by_words(
         self, filters: list[dict[str, Any]], words: list[str], counted: list[dict[str, Any]], pool_size: int

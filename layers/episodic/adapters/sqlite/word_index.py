@@ -18,12 +18,10 @@ The statistics are those of what the caller may read: the number of texts, their
 how many of them hold each word, counted over the texts of the search's scope without the
 request's own filters (:meth:`~episodic.application.ports.Scope.readable`: its tenant, actor,
 statuses and privacy classes; a time window or a tag does not narrow them, so a word keeps its
-weight inside a week). Counted over the whole tenant, another actor's private episodes and the
-writes held for review moved every caller's scores, so a caller could learn which words texts it
-may not read contain (a write and a recall a guess; a probe read an actor's private words this
-way). With FTS5 the statistics were even the whole table's, every tenant's. Words held by half of
-those texts or more have no BM25 weight and are left out of a query that has any other word
-(:meth:`TenantWords.best`).
+weight inside a week). Counted over more, another actor's private episodes or the writes held for
+review would move a caller's scores, and a caller could learn from them which words texts it may
+not read contain. Words held by half of those texts or more have no BM25 weight and are left out
+of a query that has any other word (:meth:`TenantWords.best`).
 
 Keeping up with the database: like the vectors (:mod:`episodic.adapters.vectors.index`), a
 tenant's words follow the table by a rowid watermark, so writes of any process show up at the
