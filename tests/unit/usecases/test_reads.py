@@ -153,6 +153,39 @@ def test_given_a_time_phrase_whose_window_holds_nothing_when_recalling_then_all_
     assert explicit.items == [] and not explicit.interpretation.window_empty  # the caller's window holds
 
 
+def test_given_a_time_phrase_whose_window_holds_only_unrelated_episodes_when_recalling_then_all_time_is_searched(
+    writes, reads
+):
+    """A window that holds episodes, none of them about the question, is found empty only by the
+    search itself: all time is then searched with the same question, and said."""
+    earlier = writes.remember(AGENT, proposal(occurredAt="2025-05-08T09:30:00Z"))
+    unrelated = writes.remember(
+        AGENT, proposal(occurredAt="2026-05-08T09:30:00Z", summary="Dentist appointment moved to Thursday morning")
+    )
+    assert unrelated.decision == "allow", unrelated.reasons
+    read = reads.recall(AGENT, RecallRequest(query="invoices PDF on 8 May"))
+    assert read.interpretation.time_phrase == "on 8 may" and read.interpretation.window_empty
+    assert [i.episode.event_id for i in read.items] == [earlier.event_id]
+
+
+def test_given_a_window_that_holds_nothing_when_recalling_then_all_time_is_searched_once(
+    writes, reads, deps, monkeypatch
+):
+    """Known empty before the search, the window costs no search of its own."""
+    writes.remember(AGENT, proposal(occurredAt="2025-05-08T09:30:00Z"))
+    searched = []
+    by_meaning = deps.index.by_meaning
+
+    def recorded(scope, *rest):
+        searched.append(scope)
+        return by_meaning(scope, *rest)
+
+    monkeypatch.setattr(deps.index, "by_meaning", recorded)
+    read = reads.recall(AGENT, RecallRequest(query="invoices PDF on 8 May"))
+    assert read.interpretation.window_empty and len(read.items) == 1
+    assert [(scope.occurred_after, scope.occurred_before) for scope in searched] == [(None, None)]
+
+
 def test_given_a_query_naming_an_actor_when_recalling_unscoped_then_their_episode_ranks_first(writes, reads):
     hal = writes.remember(AGENT, proposal(actorId="cust-hal", summary="Wants invoices as PDF attachments"))
     gail = writes.remember(AGENT, proposal(actorId="cust-gail", summary="Wants invoices as PDF attachments too"))

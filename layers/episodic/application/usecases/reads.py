@@ -106,17 +106,19 @@ class Reads:
         deps = self.deps
         now = deps.clock.now()
         query, scope, explained = self._understand(caller, request, now)
+        if query is not None and explained.time_phrase is not None and not self._holds_any(scope):
+            scope, explained = everywhen(scope), explained.model_copy(update={"window_empty": True})
         here = searches_apart(deps.index)  # the words can go to a helper while the model runs on this thread
         pending = None if query is None else start_embedding(deps.embedder, query, caller.tenant_id, here=here)
         turns: TurnsRead = {}
         ranked, explained, degraded = self._search(caller, request, query, pending, scope, explained, turns)
-        if not ranked and query is not None and explained.time_phrase is not None:
-            # The window came from the words, not from the caller, and held nothing: search all
-            # time (with the same query vector) rather than answer with nothing, and say so.
-            everywhen = replace(scope, occurred_after=None, occurred_before=None)
+        if not ranked and query is not None and explained.time_phrase is not None and not explained.window_empty:
+            # The window came from the words, not from the caller, and nothing in it ranked: search
+            # all time (with the same query vector) rather than answer with nothing, and say so.
             ranked, explained, degraded = self._search(
-                caller, request, query, pending, everywhen, explained.model_copy(update={"window_empty": True}), turns
-            )
+                caller, request, query, pending, everywhen(scope), explained.model_copy(update={"window_empty": True}),
+                turns,
+            )  # fmt: skip
         items = self._with_neighbours(scope, ranked, request.neighbours, turns)
         recall_id = deps.ids(now)
         embedding = ("semantic_unavailable",) if pending is not None and pending.failed else ()
@@ -128,6 +130,14 @@ class Reads:
             context=render_context(items),
             degraded=list(dict.fromkeys(degraded)),
         )
+
+    def _holds_any(self, scope: Scope) -> bool:
+        """Whether ``scope`` admits any episode at all. A window read from the words that holds
+        nothing is known before the model is asked, so the recall searches all time at once: found
+        empty only after a first search, the second one could no longer overlap the model's pass
+        and cost the recall nearly as much again."""
+        found, _ = self.deps.episodes.timeline(TimelineQuery(scope=scope, limit=1))
+        return bool(found)
 
     def _search(
         self,
@@ -275,3 +285,8 @@ def _beside(item: RecallItem, same: list[Episode], at: int | None, count: int) -
     chosen = same[max(at - count, 0) : at] + same[at + 1 : at + 1 + count]
     turns = [NeighbourTurn(event_id=e.event_id, occurred_at=e.occurred_at, summary=e.summary) for e in chosen]
     return item.model_copy(update={"neighbours": turns})
+
+
+def everywhen(scope: Scope) -> Scope:
+    """``scope`` without its time window."""
+    return replace(scope, occurred_after=None, occurred_before=None)
