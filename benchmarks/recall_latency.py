@@ -1,4 +1,4 @@
-"""Recall against the model, query by query, over HTTP, on four corpora, against ``episodic serve``
+"""Recall against the model, query by query, over HTTP, on five corpora, against ``episodic serve``
 run as users run it (its own process, the defaults of ``make run``).
 
 * **tickets**: 2,000 short support tickets over 50 actors (:mod:`benchmarks.tickets`), written
@@ -8,6 +8,9 @@ run as users run it (its own process, the defaults of ``make run``).
 * **tickets, short queries**: the first corpus searched by two names at a time ("Granite Bank Stripe
   billing", :func:`benchmarks.tickets.short_queries`): the model's shortest passes, so the recall's
   own work weighs most against them.
+* **tickets, dated questions**: the first corpus asked questions that end with a time phrase
+  ("last week", "in November"): some windows hold many tickets, some none (recall then searches
+  all time and says so).
 * **conversation**: one long multi-session conversation tenant (four conversations of the
   benchmark's test split, ~600 turns, as sessions of one tenant), written through the batch
   route; their questions.
@@ -57,13 +60,17 @@ def served(data_dir: Path, workers: int | None = None) -> Iterator[httpx.Client]
 
 
 def ticket_corpus(
-    questions: int, many_names: bool = False, short: bool = False
+    questions: int, many_names: bool = False, short: bool = False, dated: bool = False
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The 2,000 tickets and their questions (``short``: searches of two names, no question)."""
+    """The 2,000 tickets and their questions (``short``: searches of two names, no question;
+    ``dated``: questions ending with a time phrase)."""
+    from benchmarks.tickets import dated_questions, short_queries, tickets
     from benchmarks.tickets import questions as asked
-    from benchmarks.tickets import short_queries, tickets
 
-    searched = short_queries(questions) if short else asked(questions, many_names=many_names)
+    if short:
+        searched = short_queries(questions)
+    else:
+        searched = dated_questions(questions) if dated else asked(questions, many_names=many_names)
     return tickets(2000, actors=50, many_names=many_names), searched
 
 
@@ -124,6 +131,7 @@ def run(questions: int = 200, workers: int | None = None) -> list[dict[str, Any]
         measure("tickets", *ticket_corpus(questions), workers),
         measure("tickets, many names", *ticket_corpus(questions, many_names=True), workers),
         measure("tickets, short queries", *ticket_corpus(questions, short=True), workers),
+        measure("tickets, dated questions", *ticket_corpus(questions, dated=True), workers),
         measure("conversation", *conversation_corpus(questions), workers),
     ]
 

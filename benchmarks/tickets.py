@@ -102,6 +102,20 @@ def questions(count: int, seed: int = 11, many_names: bool = False) -> list[str]
     return list(asked)
 
 
+TIME_PHRASES = ["last week", "yesterday", "in November", "last month", "on 12 November", "in March 2025"]
+"""What :func:`dated_questions` ends questions with: the tickets are from November 2026, so some of
+these windows hold many of them and some none (then recall searches all time and says so)."""
+
+
+def dated_questions(count: int, seed: int = 17) -> list[str]:
+    """``count`` distinct questions of :func:`questions`' shapes, each ending with one of
+    :data:`TIME_PHRASES` in turn ("... for Orchid Pharma last week?")."""
+    return [
+        f"{question.rstrip('?')} {TIME_PHRASES[n % len(TIME_PHRASES)]}?"
+        for n, question in enumerate(questions(count, seed))
+    ]
+
+
 def short_queries(count: int, seed: int = 13) -> list[str]:
     """``count`` distinct searches typed as an agent often types them: a customer and a product, or
     a product and a person, with no question around them ("Granite Bank Stripe billing"). The
