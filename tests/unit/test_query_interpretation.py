@@ -14,6 +14,10 @@ def d(day, month=11, hour=0):
     return datetime(2026, month, day, hour, tzinfo=UTC)
 
 
+def at(year, month, day):
+    return datetime(year, month, day, tzinfo=UTC)
+
+
 @pytest.mark.parametrize(
     ("query", "after", "before", "text"),
     [
@@ -28,6 +32,11 @@ def d(day, month=11, hour=0):
         ("refunds two weeks ago", d(12), d(19), "refunds"),
         ("decisions over the past week", datetime(2026, 11, 22, 12, tzinfo=UTC), NOW, "decisions"),
         ("what shipped in June 2026", d(1, 6), d(1, 7), "what shipped"),
+        ("what broke last year", at(2025, 1, 1), at(2026, 1, 1), "what broke"),
+        ("tomatoes grown this year", at(2026, 1, 1), NOW, "tomatoes grown"),
+        ("how did her job change during 2024?", at(2024, 1, 1), at(2025, 1, 1), "how did her job change?"),
+        ("audits since 2025", at(2025, 1, 1), NOW, "audits"),
+        ("outages in the last 2 years", datetime(2024, 11, 29, 12, tzinfo=UTC), NOW, "outages"),
     ],
 )
 def test_given_a_relative_time_phrase_when_interpreted_then_it_becomes_a_window(query, after, before, text):
@@ -60,10 +69,6 @@ def test_given_the_best_answers_when_widening_then_only_names_the_query_lacks_ar
     # "Signed" and "Dana said" open sentences or are actors; "Half Marathon" is asked already.
     assert names == ["Clyde Riverside", "Kirsty", "Ewan", "Glasgow"]
     assert widening_names("anything", [], []) == []
-
-
-def at(year, month, day):
-    return datetime(year, month, day, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -99,6 +104,14 @@ def at(year, month, day):
         ("what did Ilse do on 1 June 2024?", at(2024, 6, 1), at(2024, 6, 2), "what did Ilse do?"),
         ("what happened on March 3, 2025", at(2025, 3, 3), at(2025, 3, 4), "what happened"),
         ("the dinner on 26 December", at(2025, 12, 26), at(2025, 12, 27), "the dinner"),  # last year's: not yet
+        ("the outage on November 4th", at(2026, 11, 4), at(2026, 11, 5), "the outage"),
+        ("refunds between November 3 and November 9", at(2026, 11, 3), at(2026, 11, 10), "refunds"),
+        ("outages Nov 3-9, 2025", at(2025, 11, 3), at(2025, 11, 10), "outages"),
+        ("tickets from Dec 28 to Jan 3 2026", at(2025, 12, 28), at(2026, 1, 4), "tickets"),
+        ("incidents between September and November?", at(2026, 9, 1), at(2026, 12, 1), "incidents?"),
+        ("sales from December to February", at(2025, 12, 1), at(2026, 3, 1), "sales"),  # the February before now
+        ("what broke on 2026-11-04 in billing", at(2026, 11, 4), at(2026, 11, 5), "what broke in billing"),
+        ("deploys between 2026-11-03 and 2026-11-09", at(2026, 11, 3), at(2026, 11, 10), "deploys"),
     ],
 )
 def test_given_a_calendar_phrase_when_interpreted_then_its_window_is_the_dates_it_names(query, after, before, text):
@@ -122,7 +135,10 @@ def test_given_by_or_since_a_date_when_interpreted_then_the_window_is_open_on_on
     assert (reading.occurred_after, reading.occurred_before) == (after, before)
 
 
-@pytest.mark.parametrize("query", ["news on 31 February 2025", "3 may be enough", "the 2024 budget"])
+@pytest.mark.parametrize(
+    "query",
+    ["news on 31 February 2025", "3 may be enough", "the 2024 budget", "build 2026-13-45", "may and june plans"],
+)
 def test_given_no_real_date_when_interpreted_then_no_calendar_window(query):
     reading = interpret(query, NOW)
     assert not reading.calendar and reading.occurred_after is None

@@ -1,8 +1,8 @@
 """Calendar phrases in a recall query: parts of a named month and ranges of dates.
 
 People ask about months long past by the calendar ("what happened in the first week of
-September 2025?", "what did she do in mid-July?", "between 22 October and 1 November 2024"),
-not by how long ago. These phrases name a window of their own and are read before the relative
+September 2025?", "what did she do in mid-July?", "between 22 October and 1 November 2024",
+"November 3-9", "between September and November", "on 2026-11-04"), not by how long ago. These phrases name a window of their own and are read before the relative
 ones of :mod:`episodic.domain.recall.query`, which would otherwise take "the last week of March 2024" for the
 last seven days.
 
@@ -84,12 +84,17 @@ _HALF_OF = linear.compile(rf"\b{_LEAD}(first|second|latter|last)\s+half\s+of\s+{
 _PART_OF = linear.compile(
     rf"\b{_LEAD}(?:(early|mid|late)(?:\s*-\s*|\s+(?:of\s+)?)|(beginning|start|middle|end)\s+of\s+){MONTH}{_YEAR}\b"
 )
-_RANGE = linear.compile(
-    rf"\b{_LEAD}(?:week\s+of\s+)?{_DAY}(?:\s+{MONTH})?\s*(?:and|to|until|till|-|\u2013|\u2014)\s*{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b"
-)
-_ANY_MONTH = linear.compile(rf"\b{MONTH}(?:[^a-z]|$)")
-"""Every calendar phrase names a month: one scan of the query spares the rest of the patterns."""
-_DATE = linear.compile(rf"\b{_LEAD}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b|\b{_LEAD}{MONTH}\s+{_DAY}(?:,?\s+(\d{{4}}))\b")
+_TO = r"\s*(?:and|to|until|till|through|-|\u2013|\u2014)\s*"
+_RANGE = linear.compile(rf"\b{_LEAD}(?:week\s+of\s+)?{_DAY}(?:\s+{MONTH})?{_TO}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b")
+_RANGE_MONTH_FIRST = linear.compile(rf"\b{_LEAD}(?:week\s+of\s+)?{MONTH}\s+{_DAY}{_TO}(?:{MONTH}\s+)?{_DAY}{_YEAR}\b")
+_MONTHS_RANGE = linear.compile(rf"\b{_LEAD}{MONTH}{_TO}{MONTH}{_YEAR}\b")
+_ISO_DAY = r"(\d{4})-(\d{1,2})-(\d{1,2})"
+_ISO_RANGE = linear.compile(rf"\b{_LEAD}{_ISO_DAY}\s*(?:and|to|until|till|through|\u2013|\u2014)\s*{_ISO_DAY}\b")
+_ISO_DATE = linear.compile(rf"\b{_LEAD}{_ISO_DAY}\b")
+_ANY_DATE = linear.compile(rf"\b{MONTH}(?:[^a-z]|$)|\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b")
+"""Every calendar phrase names a month, in words or as an ISO date: one scan of the query spares
+the rest of the patterns."""
+_DATE = linear.compile(rf"\b{_LEAD}{_DAY}\s+(?:of\s+)?{MONTH}{_YEAR}\b|\b{_LEAD}{MONTH}\s+{_DAY}{_YEAR}\b")
 
 
 def month_year(month: int, written: str | None, now: datetime) -> int:
@@ -118,16 +123,63 @@ def _part(match: Match, spans: dict[str, tuple[int, int]], now: datetime) -> tup
 
 
 def _range(match: Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "22 October to 1 November 2024", "8-14 February"."""
     _, first_day, first_month, last_day, last_month, written = match.groups()
-    end_month = MONTHS[last_month]
+    return _days(int(first_day), first_month or last_month, int(last_day), last_month, written, now)
+
+
+def _range_month_first(match: Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "November 3 to November 9", "Nov 3-9, 2026"."""
+    _, first_month, first_day, last_month, last_day, written = match.groups()
+    return _days(int(first_day), first_month, int(last_day), last_month or first_month, written, now)
+
+
+def _months_range(match: Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "between September and November": from the first day of one to the last of the other."""
+    _, first_month, last_month, written = match.groups()
+    start_month, end_month = MONTHS[first_month], MONTHS[last_month]
     year = month_year(end_month, written, now)
-    start_month = MONTHS[first_month] if first_month else end_month
-    start_year = year - 1 if start_month > end_month else year  # "28 December to 3 January 2025"
-    start, _ = month_days(start_year, start_month, int(first_day), int(first_day), now)
-    _, end = month_days(year, end_month, int(last_day), int(last_day), now)
+    start, _ = month_days(year - 1 if start_month > end_month else year, start_month, 1, 1, now)
+    _, end = month_days(year, end_month, 1, 31, now)
+    return start, end
+
+
+def _days(
+    first_day: int, first_month: str, last_day: int, last_month: str, written: str | None, now: datetime
+) -> tuple[datetime, datetime]:
+    """From ``first_day`` of ``first_month`` to ``last_day`` of ``last_month`` (of the year
+    written, else the most recent): a first month after the last is the year before ("28
+    December to 3 January 2025")."""
+    end_month, start_month = MONTHS[last_month], MONTHS[first_month]
+    year = month_year(end_month, written, now)
+    start_year = year - 1 if start_month > end_month else year
+    start, _ = month_days(start_year, start_month, first_day, first_day, now)
+    _, end = month_days(year, end_month, last_day, last_day, now)
     if end <= start:
         raise ValueError("a range that ends before it starts")
     return start, end
+
+
+def _iso_range(match: Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "2026-11-03 to 2026-11-09"."""
+    _, *parts = match.groups()
+    start = _iso_day([int(part) for part in parts[:3]], now)
+    end = _iso_day([int(part) for part in parts[3:]], now) + timedelta(days=1)
+    if end <= start:
+        raise ValueError("a range that ends before it starts")
+    return start, end
+
+
+def _iso_date(match: Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "2026-11-04": that day."""
+    _, *parts = match.groups()
+    start = _iso_day([int(part) for part in parts], now)
+    return start, start + timedelta(days=1)
+
+
+def _iso_day(parts: list[int], now: datetime) -> datetime:
+    year, month, day = parts
+    return now.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)
 
 
 def _date(match: Match, now: datetime) -> tuple[datetime, datetime]:
@@ -155,15 +207,20 @@ def calendar_window(lowered: str, now: datetime) -> tuple[Match, datetime | None
     and "before" leave the window open before, "since" and "after" open after ("by late
     September" is everything up to September's end).
 
-    Most specific first: a range of days, a week, a half, a part of a month, then one date."""
+    Most specific first: a range of days or of months, a week, a half, a part of a month, then one
+    date."""
     lowered = linear.ascii_words(lowered)
-    if not _ANY_MONTH.search(lowered):
+    if not _ANY_DATE.search(lowered):
         return None
     readers = (
+        (_ISO_RANGE, _iso_range),
         (_RANGE, _range),
+        (_RANGE_MONTH_FIRST, _range_month_first),
+        (_MONTHS_RANGE, _months_range),
         (_WEEK_OF, lambda m, n: _part(m, _WEEKS, n)),
         (_HALF_OF, lambda m, n: _part(m, _HALVES, n)),
         (_PART_OF, lambda m, n: _part(m, _PARTS, n)),
+        (_ISO_DATE, _iso_date),
         (_DATE, _date),
     )
     for pattern, read in readers:

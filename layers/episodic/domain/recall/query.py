@@ -25,19 +25,19 @@ from episodic.domain.recall.calendar import MONTH, MONTHS, calendar_window, mont
 _WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}  # fmt: skip
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)"
 _WEEKDAY = r"(" + "|".join(_WEEKDAYS) + r")"
 _PATTERNS: list[tuple[str, linear.Pattern]] = [
     (
         "trailing",
-        linear.compile(rf"\b(?:in\s+|over\s+|during\s+)?(?:the\s+)?(?:last|past)\s+{_NUM}\s+(day|week|month)s?\b"),
+        linear.compile(rf"\b(?:in\s+|over\s+|during\s+)?(?:the\s+)?(?:last|past)\s+{_NUM}\s+(day|week|month|year)s?\b"),
     ),
     ("ago", linear.compile(rf"\b{_NUM}\s+(day|week|month)s?\s+ago\b")),
     ("yesterday", linear.compile(r"\b(?:yesterday|last\s+night)\b")),
     ("today", linear.compile(r"\b(?:today|this\s+morning|this\s+afternoon|tonight)\b")),
-    ("past_unit", linear.compile(r"\b(?:in\s+|over\s+|during\s+|within\s+)?the\s+(?:past|last)\s+(week|month)\b")),
+    ("past_unit", linear.compile(r"\b(?:in\s+|over\s+|during\s+|within\s+)?the\s+(?:past|last)\s+(week|month|year)\b")),
     ("last_week", linear.compile(r"\b(?:last|previous)\s+week\b")),
     ("this_week", linear.compile(r"\bthis\s+week\b")),
     ("last_month", linear.compile(r"\b(?:last|previous)\s+month\b")),
@@ -45,6 +45,9 @@ _PATTERNS: list[tuple[str, linear.Pattern]] = [
     ("since_weekday", linear.compile(rf"\bsince\s+(?:last\s+)?{_WEEKDAY}\b")),
     ("weekday", linear.compile(rf"\b(?:on|last|this\s+past)\s+{_WEEKDAY}\b")),
     ("month", linear.compile(rf"\b(?:in|during|back\s+in|from|since)\s+{MONTH}(?:\s+(\d{{4}}))?\b")),
+    ("last_year", linear.compile(r"\b(?:last|previous)\s+year\b")),
+    ("this_year", linear.compile(r"\b(?:this|so\s+far\s+this)\s+year\b")),
+    ("year", linear.compile(r"\b(?:in|during|back\s+in|throughout|since)\s+((?:19|20)\d\d)\b")),
 ]
 
 
@@ -98,6 +101,13 @@ def _window(kind: str, match: Match, now: datetime) -> tuple[datetime, datetime]
         back = (today.weekday() - target) % 7 or 7
         day = today - timedelta(days=back)
         return (day, now) if kind == "since_weekday" else (day, day + timedelta(days=1))
+    if kind == "last_year":
+        return today.replace(year=today.year - 1, month=1, day=1), today.replace(month=1, day=1)
+    if kind == "this_year":
+        return today.replace(month=1, day=1), now
+    if kind == "year":
+        start = today.replace(year=int(match.group(1)), month=1, day=1)
+        return (start, now) if match.group(0).split()[0] == "since" else (start, start.replace(year=start.year + 1))
     if kind == "month":
         month = MONTHS[match.group(1)]
         start, end = month_days(month_year(month, match.group(2), now), month, 1, 31, now)
