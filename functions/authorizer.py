@@ -13,6 +13,9 @@ roles are copies of ``episodic.domain.model``'s; a unit test keeps them equal.
 
 * One algorithm is configured and only that one is accepted (no ``none``, no HS/RS confusion).
 * ``exp``, ``iat``, ``sub``, ``iss`` and ``aud`` are required, with 30 s of clock leeway.
+* A ``sub`` beginning ``system:`` is refused: those are the principals of the service's own work
+  (the session handoff, the summariser, the sweeps), whose idempotency keys and audit entries
+  no caller may share.
 * The allow policy covers every method of the stage: API Gateway caches the result per token
   and reuses it for the caller's other requests; what a role may do is decided by the API.
 * Anything wrong raises ``Exception("Unauthorized")``, the one message API Gateway turns into
@@ -38,6 +41,7 @@ ID = re.compile(
 )  # episodic.domain.model.Id (and at most 128 characters): tenants, actors
 ROLES = frozenset({"agent", "operator"})  # episodic.domain.model.Role
 MAX_ACTORS = 50  # episodic.domain.model.messages.MAX_BOUND_ACTORS
+SYSTEM_PREFIX = "system:"  # episodic.domain.model.SYSTEM_PRINCIPAL_PREFIX: the service's own principals
 BEARER = re.compile(r"^Bearer ([A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]*)$")
 SECRET_MAX_AGE_SECONDS = 300  # a rotated HS256 secret is picked up within five minutes
 
@@ -116,10 +120,12 @@ class Verifier:
         tenant, role, subject = claims.get(self.rules.tenant_claim), claims.get(self.rules.role_claim), claims["sub"]
         if not isinstance(tenant, str) or len(tenant) > 128 or not ID.match(tenant):
             raise UnauthorizedError("no valid tenant claim")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise UnauthorizedError("no valid role claim")
         if not isinstance(subject, str) or not 1 <= len(subject) <= 256:
             raise UnauthorizedError("no valid subject")
+        if subject.lower().startswith(SYSTEM_PREFIX):
+            raise UnauthorizedError("a subject named like one of the service's own principals")
         caller = {"tenantId": tenant, "role": role, "principalId": subject}
         actors = _actors(claims.get(self.rules.actors_claim))
         if actors:

@@ -51,6 +51,18 @@ def test_given_the_secret_in_secrets_manager_when_minted_then_it_is_read_from_th
     assert verifier().caller(f"Bearer {token}")["role"] == "agent"
 
 
+def test_given_no_subject_when_minted_then_the_principal_names_tenant_role_and_actors(monkeypatch, capsys):
+    """Tokens minted for different callers are different principals: none shares another's
+    idempotency keys or its name in the audit."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("EPISODIC_JWT_SECRET", SECRET)
+    principals = []
+    for extra in (["--role", "operator"], [], ["--actor", "sam", "--actor", "bot-1"]):
+        assert main(["tokens", "jwt", "--tenant", "acme", *extra]) == 0
+        principals.append(verifier().caller(f"Bearer {capsys.readouterr().out.strip()}")["principalId"])
+    assert principals == ["cli:acme:operator", "cli:acme:agent", "cli:acme:agent:sam,bot-1"]
+
+
 def test_given_another_secret_when_verified_then_the_authorizer_refuses_the_token():
     auth = stage_auth(ROOT / "cdk.json")
     token = mint(TokenClaims("acme", "agent", "ana", auth["issuer"], auth["audience"]), "x" * 64)

@@ -6,6 +6,7 @@
 """
 
 from episodic.domain.model.audit import (
+    SYSTEM_PRINCIPAL_PREFIX,
     AuditAction,
     AuditLink,
     AuditRecord,
@@ -77,6 +78,7 @@ __all__ = [
     "DETAILS_MAX_DEPTH",
     "EVENT_SOURCE",
     "MAX_SAFE_INTEGER",
+    "SYSTEM_PRINCIPAL_PREFIX",
     "AuditAction",
     "AuditLink",
     "AuditRecord",

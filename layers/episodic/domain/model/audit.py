@@ -47,6 +47,11 @@ class AuditAction(StrEnum):
     """An operator had the tenant's audit chains verified: the outcome, never the records."""
 
 
+SYSTEM_PRINCIPAL_PREFIX = "system:"
+"""How every principal of the service's own work begins (:class:`SystemActor`): a credential whose
+principal begins so is refused, so no caller shares their idempotency keys or audit entries."""
+
+
 class SystemActor(StrEnum):
     """The principals of the service's own work, named in the audit as callers are."""
 

@@ -2,9 +2,10 @@
 
 People ask about months long past by the calendar ("what happened in the first week of
 September 2025?", "what did she do in mid-July?", "between 22 October and 1 November 2024",
-"November 3-9", "between September and November", "on 2026-11-04"), not by how long ago. These phrases name a window of their own and are read before the relative
-ones of :mod:`episodic.domain.recall.query`, which would otherwise take "the last week of March 2024" for the
-last seven days.
+"November 3-9", "between September and November", "on 2026-11-04"), not by how long ago. These
+phrases name a window of their own and are read before the relative ones of
+:mod:`episodic.domain.recall.query`, which would otherwise take "the last week of March 2024" for
+the last seven days.
 
 Parts of a month: weeks are days 1-7, 8-14, 15-21 and 22-28, "the last week" the month's last
 seven days; halves end on the 15th; "early", "the beginning" and "the start" are days 1-10,

@@ -210,7 +210,10 @@ def _jwt(args: argparse.Namespace) -> int:
             print("episodic tokens jwt: give --secret-id (the JwtSecretArn stack output) or EPISODIC_JWT_SECRET",
                   file=sys.stderr)  # fmt: skip
             return 2
-        claims = TokenClaims(args.tenant, args.role, args.subject, issuer, audience, args.hours,
+        subject = args.subject or ":".join(
+            ["cli", args.tenant, args.role, *([",".join(args.actor)] if args.actor else [])]
+        )
+        claims = TokenClaims(args.tenant, args.role, subject, issuer, audience, args.hours,
                              auth.get("tenantClaim", "tenantId"), auth.get("roleClaim", "role"),
                              tuple(args.actor or ()), auth.get("actorsClaim", "actors"))  # fmt: skip
         print(mint(claims, secret))
@@ -218,7 +221,8 @@ def _jwt(args: argparse.Namespace) -> int:
         print(f"episodic tokens jwt: {exc}", file=sys.stderr)
         return 2
     print(
-        f"valid {args.hours:g} h for tenant {args.tenant} as {args.role} (iss {issuer}, aud {audience})",
+        f"valid {args.hours:g} h for tenant {args.tenant} as {args.role}, principal {subject} "
+        f"(iss {issuer}, aud {audience})",
         file=sys.stderr,
     )
     return 0

@@ -103,7 +103,11 @@ def _tokens(tokens: argparse.ArgumentParser) -> None:
     tokens.add_argument("--secret-id", help="jwt: the stack's JwtSecretArn output (or set EPISODIC_JWT_SECRET)")
     tokens.add_argument("--issuer", help="jwt: unset: cdk.json's auth.issuer")
     tokens.add_argument("--audience", help="jwt: unset: cdk.json's auth.audience")
-    tokens.add_argument("--subject", default="episodic-cli", help="jwt: the caller's principal id")
+    tokens.add_argument(
+        "--subject",
+        help="jwt: the caller's principal id (unset: cli:TENANT:ROLE[:ACTORS]; two "
+        "tokens of one subject are one principal: the same idempotency keys, the same name in the audit)",
+    )
     tokens.add_argument("--hours", type=float, default=1.0, help="jwt: how long it is valid (at most 24)")
 
 
