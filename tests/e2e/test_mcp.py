@@ -125,6 +125,8 @@ def test_given_service_errors_when_tools_are_called_then_they_are_tool_errors_wi
         assert missing.is_error and "HTTP 404" in missing.content[0].text and missing.structured_content is None
         bad = await client.call_tool("recall_episodes", {"limit": 500})
         assert bad.is_error
+        long_cursor = await client.call_tool("list_timeline", {"cursor": "x" * 100_000})
+        assert long_cursor.is_error and "cursor" in long_cursor.content[0].text, long_cursor.content
 
     run(stdio(base_url, AGENT_TOKEN, "--actor", "sam"), scenario)
 
@@ -134,6 +136,16 @@ def test_given_no_actor_when_the_stdio_server_starts_then_it_refuses_and_says_ho
     env.pop("EPISODIC_ACTOR", None)
     done = subprocess.run([sys.executable, "-m", "episodic", "mcp"], env=env, capture_output=True, timeout=60)
     assert done.returncode == 2 and b"--actor" in done.stderr
+
+
+@pytest.mark.parametrize("transport", [(), ("--http", "--port", "1")])
+def test_given_an_actor_setting_that_is_not_one_actor_id_when_the_server_starts_then_it_refuses(base_url, transport):
+    """ "sam,alex" would be sent on as a narrowing to both: the server acts for one actor."""
+    env = {**os.environ, "EPISODIC_URL": base_url, "EPISODIC_TOKEN": AGENT_TOKEN, "EPISODIC_ACTOR": "sam,alex"}
+    done = subprocess.run(
+        [sys.executable, "-m", "episodic", "mcp", *transport], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 2 and b"one actor id" in done.stderr, done.stderr
 
 
 def test_given_a_model_when_it_corrects_gives_feedback_and_forgets_then_the_service_applies_each(base_url):
@@ -358,6 +370,19 @@ def test_given_the_http_server_when_a_request_has_no_or_an_unknown_credential_th
     listed = {**INITIALIZE, "id": 2, "method": "tools/call",
               "params": {"name": "list_timeline", "arguments": {"actor_id": "victim"}}}  # fmt: skip
     assert httpx.post(url, json=listed, headers=MCP_HEADERS, timeout=30).status_code == 401
+
+
+def test_given_the_http_server_when_clients_initialize_then_it_keeps_no_session_for_them(mcp_http):
+    """Every request carries its own credential, so the server keeps no session: there are no
+    slots for one credential's initialize calls to fill, and a tool call needs none."""
+    url = mcp_http("--actor", "sam")
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {SAM_TOKEN}"}
+    opened = httpx.post(url, json=INITIALIZE, headers=headers, timeout=30)
+    assert opened.status_code == 200 and "mcp-session-id" not in opened.headers, opened.headers
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "list_timeline", "arguments": {"limit": 1}}}  # fmt: skip
+    called = httpx.post(url, json=listed, headers=headers, timeout=30)
+    assert called.status_code == 200 and '"isError":false' in called.text, called.text
 
 
 def test_given_the_http_server_without_an_actor_when_a_tenant_wide_token_comes_then_it_is_refused(mcp_http):

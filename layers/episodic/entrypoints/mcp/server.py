@@ -29,7 +29,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from episodic import __version__
 from episodic.client import ApiError
@@ -38,6 +38,7 @@ from episodic.domain.model import (
     EpisodeProposal,
     ErasureResult,
     EventType,
+    Id,
     PrivacyClass,
     RecallRequest,
     RecallResponse,
@@ -187,7 +188,7 @@ class MemoryTools:
         occurred_before: datetime | None = None,
         order: Literal["asc", "desc"] = "desc",
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        cursor: Annotated[str | None, Field(description="nextCursor of the previous page")] = None,
+        cursor: Annotated[str | None, Field(max_length=1024, description="nextCursor of the previous page")] = None,
     ) -> Annotated[CallToolResult, TimelinePage]:
         """Episodes in time order (newest first by default), one page at a time."""
         filters = {
@@ -334,16 +335,28 @@ def build_server(sessions: Sessions, auth: tuple[HttpSessions, AuthSettings] | N
 
 
 class NoActorError(ValueError):
-    """``episodic mcp`` over stdio was started without an actor to act for."""
+    """``episodic mcp`` was started without one valid actor to act for (stdio needs one; HTTP
+    takes one or none)."""
 
 
 def serve(actor_id: str | None, base_url: str | None, http: bool, host: str, port: int) -> None:
-    """Run until the client hangs up (stdio) or the process is stopped (``http``)."""
+    """Run until the client hangs up (stdio) or the process is stopped (``http``).
+
+    Over HTTP the server keeps no sessions (``stateless_http``): every request carries its own
+    credential and the tools keep nothing between calls, so sessions would only be slots that one
+    credential could fill for everyone else."""
     actor = actor_id or os.environ.get("EPISODIC_ACTOR") or None
+    if actor is not None:
+        try:
+            TypeAdapter(Id).validate_python(actor)
+        except ValidationError:
+            raise NoActorError(
+                f"--actor / EPISODIC_ACTOR names one actor id (letters, digits, _ . : @ -), not {actor[:40]!r}"
+            ) from None
     if http:
         sessions = HttpSessions(base_url, actor)
         settings = AuthSettings(issuer_url=sessions.base_url, resource_server_url=f"http://{host}:{port}/mcp")
-        build_server(sessions, (sessions, settings)).run("streamable-http", host=host, port=port)
+        build_server(sessions, (sessions, settings)).run("streamable-http", host=host, port=port, stateless_http=True)
         return
     if not actor:
         raise NoActorError("a model acts for one actor: start `episodic mcp --actor <id>` (or set EPISODIC_ACTOR)")
