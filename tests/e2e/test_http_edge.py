@@ -179,6 +179,19 @@ def test_given_a_malformed_header_line_before_the_narrowing_header_then_400_not_
     assert json.loads(status_and_body(exchange(address, whoami))[2])["actors"] == ["sam"]  # well formed, narrowed
 
 
+@pytest.mark.parametrize(
+    "repeated",
+    [
+        f"Authorization: Bearer {AGENT_TOKEN}\r\nAuthorization: Bearer unknown-token-00000",
+        "X-Episodic-Actor: sam\r\nx-episodic-actor: ana",
+    ],
+)
+def test_given_a_header_that_says_who_is_asking_twice_when_sent_then_400(address, repeated):
+    """Which of two credentials, or two narrowings, a request meant is not guessed."""
+    raw = f"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n{repeated}\r\nConnection: close\r\n\r\n".encode()
+    assert json_error(exchange(address, raw), 400)["error"] == "bad_request"
+
+
 def test_given_a_body_that_is_not_utf8_when_posted_then_422_and_nothing_is_stored(address):
     body = b'{"eventType": "user_preference_stated", "actorId": "sam", "summary": "prefers tea \xff\xfe", ' + (
         b'"occurredAt": "2026-12-06T10:00:00Z", "sourceRefs": ["chat:1"], "sourceTrust": "user_provided"}'

@@ -44,6 +44,8 @@ _MALFORMED_HEADER = (MissingHeaderBodySeparatorDefect, InvalidHeaderDefect)
 about the media type, such as a multipart type without a boundary: the API's 415 says those)."""
 
 PUBLIC_PATHS = ("/v1/health", "/v1/swagger", "/console")
+SINGLE_HEADERS = ("Authorization", "X-Episodic-Actor")
+"""Headers that say who is asking: a request carries each at most once."""
 MAX_BODY_BYTES = 1_048_576
 DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
 
@@ -156,8 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
         be read as one HTTP/1.x request: no version on the request line (HTTP/0.9, which has no
         status line to answer with), or a header line that is no header -- the parser takes it and
         every line after it for the body, and the request would go on without them (a narrowing
-        ``X-Episodic-Actor`` among them)."""
+        ``X-Episodic-Actor`` among them); or two of a header that says who is asking
+        (:data:`SINGLE_HEADERS`), which one reader could take the first of and another the last."""
         if not super().parse_request():
+            return False
+        repeated = [name for name in SINGLE_HEADERS if len(self.headers.get_all(name) or ()) > 1]
+        if repeated:
+            self.send_error(400, f"{repeated[0]} must be sent at most once")
             return False
         if self.request_version == "HTTP/0.9":
             self.send_error(400, "the request line must end with an HTTP version (HTTP/1.0 or HTTP/1.1)")
