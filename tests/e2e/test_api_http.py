@@ -419,6 +419,13 @@ def test_given_an_operator_token_when_calling_an_operator_route_then_it_works(
         assert payload["writesEnabled"] is True
 
 
+@pytest.mark.parametrize("actor_id", ["sam ", "sam,alex", "", "a" * 129])
+def test_given_an_actor_id_no_episode_could_have_when_erasing_the_actor_then_422(api: Api, actor_id: str) -> None:
+    response = api.request("POST", "/v1/erasure", as_="operator", json={"actorId": actor_id})
+
+    assert response.status_code == 422, response.text
+
+
 def test_given_an_agent_write_when_the_operator_reads_the_audit_then_the_decision_is_there(api: Api) -> None:
     event_id = remember(api, allowed_proposal())["eventId"]
 

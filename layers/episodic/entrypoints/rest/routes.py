@@ -195,7 +195,9 @@ def post_restore(
 
 
 class ActorErasureRequest(CamelModel):
-    actor_id: Annotated[str, Field(min_length=1, max_length=128)]
+    actor_id: Id
+    """An actor id as every stored episode spells it: one that could name no stored episode (a
+    typo with a space, say) is refused, not answered with nothing erased."""
     reason: Annotated[str, Field(max_length=500)] | None = None
 
 
