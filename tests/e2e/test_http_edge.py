@@ -192,6 +192,14 @@ def test_given_a_header_that_says_who_is_asking_twice_when_sent_then_400(address
     assert json_error(exchange(address, raw), 400)["error"] == "bad_request"
 
 
+def test_given_a_body_declared_far_over_the_limit_when_it_never_comes_then_413_without_waiting_for_it(address):
+    """The read socket gives up after 3 s; draining the declared body would hold the answer 5 s."""
+    raw = request("POST", "/v1/recall", Content_Type="application/json").replace(
+        b"Content-Length: 0", b"Content-Length: 2000000000"
+    )
+    assert json_error(exchange(address, raw, wait=3.0), 413)["error"] == "payload_too_large"
+
+
 def test_given_a_body_that_is_not_utf8_when_posted_then_422_and_nothing_is_stored(address):
     body = b'{"eventType": "user_preference_stated", "actorId": "sam", "summary": "prefers tea \xff\xfe", ' + (
         b'"occurredAt": "2026-12-06T10:00:00Z", "sourceRefs": ["chat:1"], "sourceTrust": "user_provided"}'
