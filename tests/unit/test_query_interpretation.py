@@ -37,6 +37,7 @@ def at(year, month, day):
         ("how did her job change during 2024?", at(2024, 1, 1), at(2025, 1, 1), "how did her job change?"),
         ("audits since 2025", at(2025, 1, 1), NOW, "audits"),
         ("outages in the last 2 years", datetime(2024, 11, 29, 12, tzinfo=UTC), NOW, "outages"),
+        ("in October 2 customers complained", d(1, 10), d(1, 11), "2 customers complained"),  # a count, not a day
     ],
 )
 def test_given_a_relative_time_phrase_when_interpreted_then_it_becomes_a_window(query, after, before, text):
@@ -112,6 +113,9 @@ def test_given_the_best_answers_when_widening_then_only_names_the_query_lacks_ar
         ("sales from December to February", at(2025, 12, 1), at(2026, 3, 1), "sales"),  # the February before now
         ("what broke on 2026-11-04 in billing", at(2026, 11, 4), at(2026, 11, 5), "what broke in billing"),
         ("deploys between 2026-11-03 and 2026-11-09", at(2026, 11, 3), at(2026, 11, 10), "deploys"),
+        ("deploys 2026-11-09 - 2026-11-03", at(2026, 11, 3), at(2026, 11, 10), "deploys"),  # ISO: either way round
+        ("on Nov 4 the deploy failed", at(2026, 11, 4), at(2026, 11, 5), "the deploy failed"),
+        ("plans for mid-July to August", at(2026, 7, 11), at(2026, 7, 21), "plans for to August"),  # a part, as before
     ],
 )
 def test_given_a_calendar_phrase_when_interpreted_then_its_window_is_the_dates_it_names(query, after, before, text):
@@ -137,11 +141,20 @@ def test_given_by_or_since_a_date_when_interpreted_then_the_window_is_open_on_on
 
 @pytest.mark.parametrize(
     "query",
-    ["news on 31 February 2025", "3 may be enough", "the 2024 budget", "build 2026-13-45", "may and june plans"],
+    [
+        "news on 31 February 2025",
+        "3 may be enough",
+        "the 2024 budget",
+        "build 2026-13-45",
+        "may and june plans",
+        "error in 2048 bytes",
+        "audits since 2030",
+        "report in 2026-13-45",
+    ],
 )
 def test_given_no_real_date_when_interpreted_then_no_calendar_window(query):
     reading = interpret(query, NOW)
-    assert not reading.calendar and reading.occurred_after is None
+    assert not reading.calendar and reading.occurred_after is None and reading.occurred_before is None
 
 
 _NAMES_AS_A_PATTERN = linear.compile(r"(?P<veto>^|[.!?]\s)?\b(?P<name>[A-Z]\pL+(?:\s+[A-Z]\pL+)*)")

@@ -90,7 +90,9 @@ _RANGE = linear.compile(rf"\b{_LEAD}(?:week\s+of\s+)?{_DAY}(?:\s+{MONTH})?{_TO}{
 _RANGE_MONTH_FIRST = linear.compile(rf"\b{_LEAD}(?:week\s+of\s+)?{MONTH}\s+{_DAY}{_TO}(?:{MONTH}\s+)?{_DAY}{_YEAR}\b")
 _MONTHS_RANGE = linear.compile(rf"\b{_LEAD}{MONTH}{_TO}{MONTH}{_YEAR}\b")
 _ISO_DAY = r"(\d{4})-(\d{1,2})-(\d{1,2})"
-_ISO_RANGE = linear.compile(rf"\b{_LEAD}{_ISO_DAY}\s*(?:and|to|until|till|through|\u2013|\u2014)\s*{_ISO_DAY}\b")
+_ISO_RANGE = linear.compile(
+    rf"\b{_LEAD}{_ISO_DAY}(?:\s*(?:and|to|until|till|through|\u2013|\u2014)\s*|\s+-\s+){_ISO_DAY}\b"
+)
 _ISO_DATE = linear.compile(rf"\b{_LEAD}{_ISO_DAY}\b")
 _ANY_DATE = linear.compile(rf"\b{MONTH}(?:[^a-z]|$)|\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b")
 """Every calendar phrase names a month, in words or as an ISO date: one scan of the query spares
@@ -162,13 +164,10 @@ def _days(
 
 
 def _iso_range(match: Match, now: datetime) -> tuple[datetime, datetime]:
-    """ "2026-11-03 to 2026-11-09"."""
+    """ "2026-11-03 to 2026-11-09" (either way round: an ISO date is never ambiguous)."""
     _, *parts = match.groups()
-    start = _iso_day([int(part) for part in parts[:3]], now)
-    end = _iso_day([int(part) for part in parts[3:]], now) + timedelta(days=1)
-    if end <= start:
-        raise ValueError("a range that ends before it starts")
-    return start, end
+    first, last = sorted([_iso_day([int(part) for part in parts[:3]], now), _iso_day([int(p) for p in parts[3:]], now)])
+    return first, last + timedelta(days=1)
 
 
 def _iso_date(match: Match, now: datetime) -> tuple[datetime, datetime]:
@@ -184,11 +183,26 @@ def _iso_day(parts: list[int], now: datetime) -> datetime:
 
 
 def _date(match: Match, now: datetime) -> tuple[datetime, datetime]:
-    _, day, month_name, written, _, month_first, day_second, year_second = match.groups()
-    if day is None:  # "March 3, 2025"
+    _, day, month_name, written, lead, month_first, day_second, year_second = match.groups()
+    if day is None:  # "March 3, 2025", "on Nov 4"
+        if year_second is None and _a_count(match, lead):
+            raise ValueError("a month and then a count, not a date")
         day, month_name, written = day_second, month_first, year_second
     month = MONTHS[month_name]
     return month_days(month_year(month, written, now), month, int(day), int(day), now)
+
+
+_DATE_LEADS = frozenset(["on", "by", "until", "till", "before", "since", "after", "around", "at"])
+
+
+def _a_count(match: Match, lead: str | None) -> bool:
+    """Whether a month and a bare number with no year read as the month and a count: "in October
+    2 customers complained", "during December 24 hours of downtime". Not after "on", "by", "since"
+    and the like ("on Nov 4 the deploy failed"), nor with an ordinal ("Nov 4th") or nothing worded
+    after it ("what happened Nov 4?")."""
+    ordinal = match.group(0).rstrip()[-2:] in ("st", "nd", "rd", "th")
+    after = match.string[match.end() :].lstrip()[:1]
+    return not ordinal and lead not in _DATE_LEADS and after.isalnum()
 
 
 def _may_be_the_verb(phrase: str, lead: str) -> bool:
@@ -208,8 +222,8 @@ def calendar_window(lowered: str, now: datetime) -> tuple[Match, datetime | None
     and "before" leave the window open before, "since" and "after" open after ("by late
     September" is everything up to September's end).
 
-    Most specific first: a range of days or of months, a week, a half, a part of a month, then one
-    date."""
+    Most specific first: a range of days, a week, a half, a part of a month ("the last week of
+    March and April" is March's last week), a range of months, then one date."""
     lowered = linear.ascii_words(lowered)
     if not _ANY_DATE.search(lowered):
         return None
@@ -217,10 +231,10 @@ def calendar_window(lowered: str, now: datetime) -> tuple[Match, datetime | None
         (_ISO_RANGE, _iso_range),
         (_RANGE, _range),
         (_RANGE_MONTH_FIRST, _range_month_first),
-        (_MONTHS_RANGE, _months_range),
         (_WEEK_OF, lambda m, n: _part(m, _WEEKS, n)),
         (_HALF_OF, lambda m, n: _part(m, _HALVES, n)),
         (_PART_OF, lambda m, n: _part(m, _PARTS, n)),
+        (_MONTHS_RANGE, _months_range),
         (_ISO_DATE, _iso_date),
         (_DATE, _date),
     )

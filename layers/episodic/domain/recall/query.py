@@ -106,6 +106,8 @@ def _window(kind: str, match: Match, now: datetime) -> tuple[datetime, datetime]
     if kind == "this_year":
         return today.replace(month=1, day=1), now
     if kind == "year":
+        if int(match.group(1)) > today.year or match.string[match.end() : match.end() + 1] in ("-", "/"):
+            return None  # "in 2048 bytes" is a count; "in 2026-13-45" no date
         start = today.replace(year=int(match.group(1)), month=1, day=1)
         return (start, now) if match.group(0).split()[0] == "since" else (start, start.replace(year=start.year + 1))
     if kind == "month":
