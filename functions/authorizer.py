@@ -13,9 +13,9 @@ roles are copies of ``episodic.domain.model``'s; a unit test keeps them equal.
 
 * One algorithm is configured and only that one is accepted (no ``none``, no HS/RS confusion).
 * ``exp``, ``iat``, ``sub``, ``iss`` and ``aud`` are required, with 30 s of clock leeway.
-* A ``sub`` beginning ``system:`` is refused: those are the principals of the service's own work
-  (the session handoff, the summariser, the sweeps), whose idempotency keys and audit entries
-  no caller may share.
+* A ``sub`` beginning ``system:`` or ``eventbridge:`` is refused: those are the principals of the
+  service's own work (the session handoff, the summariser, the sweeps, what business systems
+  send), whose idempotency keys and audit entries no caller may share.
 * The allow policy covers every method of the stage: API Gateway caches the result per token
   and reuses it for the caller's other requests; what a role may do is decided by the API.
 * Anything wrong raises ``Exception("Unauthorized")``, the one message API Gateway turns into
@@ -41,7 +41,7 @@ ID = re.compile(
 )  # episodic.domain.model.Id (and at most 128 characters): tenants, actors
 ROLES = frozenset({"agent", "operator"})  # episodic.domain.model.Role
 MAX_ACTORS = 50  # episodic.domain.model.messages.MAX_BOUND_ACTORS
-SYSTEM_PREFIX = "system:"  # episodic.domain.model.SYSTEM_PRINCIPAL_PREFIX: the service's own principals
+RESERVED_PREFIXES = ("system:", "eventbridge:")  # episodic.domain.model.SERVICE_PRINCIPAL_PREFIXES
 BEARER = re.compile(r"^Bearer ([A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]*)$")
 SECRET_MAX_AGE_SECONDS = 300  # a rotated HS256 secret is picked up within five minutes
 
@@ -124,7 +124,7 @@ class Verifier:
             raise UnauthorizedError("no valid role claim")
         if not isinstance(subject, str) or not 1 <= len(subject) <= 256:
             raise UnauthorizedError("no valid subject")
-        if subject.lower().startswith(SYSTEM_PREFIX):
+        if subject.lower().startswith(RESERVED_PREFIXES):
             raise UnauthorizedError("a subject named like one of the service's own principals")
         caller = {"tenantId": tenant, "role": role, "principalId": subject}
         actors = _actors(claims.get(self.rules.actors_claim))

@@ -20,7 +20,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from episodic.domain.model import SYSTEM_PRINCIPAL_PREFIX, Caller, Id, Role, SystemActor
+from episodic.domain.model import SERVICE_PRINCIPAL_PREFIXES, Caller, Id, Role, SystemActor
 from episodic.domain.model.messages import MAX_BOUND_ACTORS
 from episodic.entrypoints.server.proxy_event import LocalLambdaContext
 from functions import authorizer
@@ -138,6 +138,7 @@ def test_given_a_valid_token_when_the_handler_runs_then_it_allows_the_whole_stag
         pytest.param(lambda: hs256(role={"a": 1}), id="role-a-mapping"),
         pytest.param(lambda: hs256(sub="system:session-handoff"), id="subject-a-system-principal"),
         pytest.param(lambda: hs256(sub="SYSTEM:summariser"), id="subject-a-system-principal-in-capitals"),
+        pytest.param(lambda: hs256(sub="eventbridge:crm"), id="subject-a-business-systems-principal"),
         pytest.param(lambda: hs256(actors=[]), id="actors-empty"),
         pytest.param(lambda: hs256(actors=[7]), id="actor-not-a-string"),
         pytest.param(lambda: hs256(actors=["sam", "a b"]), id="actor-not-an-id"),
@@ -243,8 +244,8 @@ def test_the_tenant_pattern_and_roles_match_the_model():
     assert authorizer.ID.pattern == pattern
     assert frozenset(r.value for r in Role) == authorizer.ROLES
     assert authorizer.MAX_ACTORS == MAX_BOUND_ACTORS
-    assert authorizer.SYSTEM_PREFIX == SYSTEM_PRINCIPAL_PREFIX
-    assert all(actor.value.startswith(SYSTEM_PRINCIPAL_PREFIX) for actor in SystemActor)
+    assert authorizer.RESERVED_PREFIXES == SERVICE_PRINCIPAL_PREFIXES
+    assert all(actor.value.startswith(SERVICE_PRINCIPAL_PREFIXES) for actor in SystemActor)
 
 
 def test_given_a_context_naming_a_system_principal_when_the_api_reads_it_then_it_answers_401():

@@ -78,3 +78,11 @@ def test_given_no_secret_or_a_long_life_when_asked_then_the_cli_says_what_to_giv
     monkeypatch.setenv("EPISODIC_JWT_SECRET", SECRET)
     assert main(["tokens", "jwt", "--tenant", "acme", "--hours", "720"]) == 2
     assert "24 hours" in capsys.readouterr().err
+
+
+def test_given_a_subject_the_authorizer_would_refuse_when_minted_then_it_is_refused_at_once(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("EPISODIC_JWT_SECRET", SECRET)
+    for extra in (["--subject", "system:summariser"], [arg for n in range(3) for arg in ("--actor", f"{n}" * 100)]):
+        assert main(["tokens", "jwt", "--tenant", "acme", *extra]) == 2
+        assert "give --subject" in capsys.readouterr().err

@@ -17,6 +17,7 @@ be read but not changed by this caller answers 403 (:class:`ActorNotCoveredError
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 from episodic.domain.errors import ActorNotCoveredError, NotFoundError
@@ -73,8 +74,15 @@ def acting_for(caller: Caller, actors: tuple[str, ...], pseudonyms: Pseudonyms) 
     require_covered(caller, actors, "act")
     digest = pseudonyms.actor(caller.tenant_id, "\n".join(sorted(actors)))[:12]
     return Caller(
-        tenant_id=caller.tenant_id,
-        role=Role.AGENT,
-        principal_id=f"{caller.principal_id}/for:{digest}"[-256:],
-        actors=actors,
+        tenant_id=caller.tenant_id, role=Role.AGENT, principal_id=narrowed(caller.principal_id, digest), actors=actors
     )
+
+
+def narrowed(principal: str, digest: str) -> str:
+    """The principal of ``principal`` narrowed to the actors ``digest`` names, within a principal's
+    256 characters: a long one keeps its start (what the credential check read) and stands for the
+    rest by its hash, so two long principals never narrow to the same one."""
+    whole = f"{principal}/for:{digest}"
+    if len(whole) <= 256:
+        return whole
+    return f"{principal[:200]}#{hashlib.sha256(principal.encode()).hexdigest()[:32]}/for:{digest}"

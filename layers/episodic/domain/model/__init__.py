@@ -6,7 +6,7 @@
 """
 
 from episodic.domain.model.audit import (
-    SYSTEM_PRINCIPAL_PREFIX,
+    SERVICE_PRINCIPAL_PREFIXES,
     AuditAction,
     AuditLink,
     AuditRecord,
@@ -14,6 +14,7 @@ from episodic.domain.model.audit import (
     ChainBreakView,
     ChainHeadView,
     SystemActor,
+    reserved_principal,
 )
 from episodic.domain.model.episode import (
     DETAILS_MAX_BYTES,
@@ -78,7 +79,7 @@ __all__ = [
     "DETAILS_MAX_DEPTH",
     "EVENT_SOURCE",
     "MAX_SAFE_INTEGER",
-    "SYSTEM_PRINCIPAL_PREFIX",
+    "SERVICE_PRINCIPAL_PREFIXES",
     "AuditAction",
     "AuditLink",
     "AuditRecord",
@@ -136,4 +137,5 @@ __all__ = [
     "UtcDatetime",
     "WritesStatus",
     "event_of",
+    "reserved_principal",
 ]

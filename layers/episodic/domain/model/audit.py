@@ -47,9 +47,15 @@ class AuditAction(StrEnum):
     """An operator had the tenant's audit chains verified: the outcome, never the records."""
 
 
-SYSTEM_PRINCIPAL_PREFIX = "system:"
-"""How every principal of the service's own work begins (:class:`SystemActor`): a credential whose
-principal begins so is refused, so no caller shares their idempotency keys or audit entries."""
+SERVICE_PRINCIPAL_PREFIXES = ("system:", "eventbridge:")
+"""How the principals of the service's own work begin (:class:`SystemActor`; ``eventbridge:<source>``
+for what a business system sends): a credential whose principal begins so is refused, so no caller
+shares their idempotency keys or audit entries."""
+
+
+def reserved_principal(principal: str) -> bool:
+    """Whether ``principal`` is spelled like one of the service's own (:data:`SERVICE_PRINCIPAL_PREFIXES`)."""
+    return principal.lower().startswith(SERVICE_PRINCIPAL_PREFIXES)
 
 
 class SystemActor(StrEnum):

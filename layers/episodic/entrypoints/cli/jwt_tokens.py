@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from episodic.domain.model import SERVICE_PRINCIPAL_PREFIXES
+
 MAX_HOURS = 24.0
 
 
@@ -38,6 +40,11 @@ def mint(claims: TokenClaims, secret: str, now: datetime | None = None) -> str:
     """An HS256 JWT the deployed authorizer accepts for ``claims``."""
     import jwt
 
+    if not 1 <= len(claims.subject) <= 256 or claims.subject.lower().startswith(SERVICE_PRINCIPAL_PREFIXES):
+        raise ValueError(
+            "the subject is 1 to 256 characters and begins with none of "
+            f"{', '.join(SERVICE_PRINCIPAL_PREFIXES)} (the service's own principals): give --subject"
+        )
     if not 0 < claims.hours <= MAX_HOURS:
         raise ValueError(f"a test token lives between a moment and {MAX_HOURS:.0f} hours, not {claims.hours}")
     if len(secret) < 32:

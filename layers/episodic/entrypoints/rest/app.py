@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from episodic.application.service import MemoryService
 from episodic.domain.access import acting_for
 from episodic.domain.errors import EpisodicError, InvalidRequestError, UnauthorizedError
-from episodic.domain.model import SYSTEM_PRINCIPAL_PREFIX, Caller, CamelModel
+from episodic.domain.model import Caller, CamelModel, reserved_principal
 from episodic.domain.model.messages import MAX_BOUND_ACTORS
 from episodic.entrypoints.rest.browser import browser_headers
 from episodic.entrypoints.rest.resolver import ConcurrentRestResolver
@@ -146,7 +146,7 @@ def current_caller() -> Caller:
     principal = authorizer.get("principalId") or authorizer.get("principalID")
     if not tenant or not role or not principal:
         raise UnauthorizedError("no authenticated caller in the request context")
-    if str(principal).lower().startswith(SYSTEM_PRINCIPAL_PREFIX):  # the service's own work: no caller's
+    if reserved_principal(str(principal)):  # the service's own work: no caller's
         raise UnauthorizedError("the request context names one of the service's own principals")
     bound = _actor_list(authorizer.get("actors"))
     try:
