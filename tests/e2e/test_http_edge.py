@@ -200,6 +200,38 @@ def test_given_a_body_declared_far_over_the_limit_when_it_never_comes_then_413_w
     assert json_error(exchange(address, raw, wait=3.0), 413)["error"] == "payload_too_large"
 
 
+def test_given_a_refused_body_that_trickles_in_when_drained_then_the_413_comes_all_the_same(address):
+    """A byte a second never lets the drain's reads time out; its whole time is bounded instead
+    (the client gives up reading after 15 s, while it trickles for 30)."""
+    raw = request("POST", "/v1/recall", Content_Type="application/json").replace(
+        b"Content-Length: 0", b"Content-Length: 2000000"
+    )
+    with socket.create_connection(address, timeout=15) as sock:
+        sock.sendall(raw)
+        stop = threading.Event()
+
+        def trickle() -> None:
+            while not stop.wait(1.0):
+                try:
+                    sock.sendall(b"x")
+                except OSError:
+                    return
+
+        threading.Thread(target=trickle, daemon=True).start()
+        head = b""
+        try:
+            while b"\r\n\r\n" not in head:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                head += chunk
+        except TimeoutError:
+            pass
+        finally:
+            stop.set()
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+
+
 def test_given_a_body_that_is_not_utf8_when_posted_then_422_and_nothing_is_stored(address):
     body = b'{"eventType": "user_preference_stated", "actorId": "sam", "summary": "prefers tea \xff\xfe", ' + (
         b'"occurredAt": "2026-12-06T10:00:00Z", "sourceRefs": ["chat:1"], "sourceTrust": "user_provided"}'

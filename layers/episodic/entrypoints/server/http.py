@@ -141,16 +141,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": code, "message": message}), headers, head=self.command == "HEAD")
 
     def _drain(self, length: int) -> None:
-        """Read (and drop) a refused body so the client sees the 413, not a reset connection. A
-        body declared larger than :data:`DRAIN_LIMIT_BYTES` is not waited for at all: no client
-        sends that much to an API, and one that declares it need not be given seconds."""
-        if length > DRAIN_LIMIT_BYTES:
-            return
-        remaining = length
-        self.connection.settimeout(5)
+        """Read and drop a refused body, for at most 5 s in all, so the client sees the 413, not a
+        reset connection; one declared over :data:`DRAIN_LIMIT_BYTES` is not waited for at all."""
+        remaining, deadline = (length if length <= DRAIN_LIMIT_BYTES else 0), time.monotonic() + 5
         try:
-            while remaining > 0:
-                chunk = self.rfile.read(min(remaining, 65536))
+            while remaining > 0 and (left := deadline - time.monotonic()) > 0:
+                self.connection.settimeout(left)  # for one read of what has come (a trickle cannot reset it)
+                chunk = self.rfile.read1(min(remaining, 65536))  # type: ignore[attr-defined]
                 if not chunk:
                     break
                 remaining -= len(chunk)
