@@ -188,7 +188,7 @@ class MemoryTools:
         occurred_before: datetime | None = None,
         order: Literal["asc", "desc"] = "desc",
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        cursor: Annotated[str | None, Field(max_length=1024, description="nextCursor of the previous page")] = None,
+        cursor: Annotated[str | None, Field(max_length=512, description="nextCursor of the previous page")] = None,
     ) -> Annotated[CallToolResult, TimelinePage]:
         """Episodes in time order (newest first by default), one page at a time."""
         filters = {
