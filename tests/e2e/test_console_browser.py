@@ -229,6 +229,38 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
         assert ids["doomed"] not in {e.event_id for e in operator.iter_timeline(actor_id="sam")}
 
 
+def test_given_a_signed_in_operator_when_signing_out_then_nothing_read_with_the_token_stays_in_the_page(served, page):
+    """The next operator of the tab, perhaps another tenant's, finds none of what was shown."""
+    ids = seed(served)
+    sign_in(page, served, OPERATOR)
+    page.click("nav button[data-tab=timeline]")
+    page.click("#filters button[type=submit]")
+    page.click(f"#episodes tr[data-event-id='{ids['kept']}']")
+    page.wait_for_selector("#detail:not([hidden])")
+    page.click("#signout")
+    page.wait_for_selector("#status:has-text('Signed out.')")
+    assert page.is_visible("#signin") and page.is_hidden("#app")
+    assert page.query_selector_all("#episodes tbody tr") == [] and "Lisbon" not in page.content()
+
+
+def test_given_bad_input_or_a_vanished_episode_when_asked_then_the_status_says_what_is_wrong(served, page):
+    ids = seed(served)
+    sign_in(page, served, OPERATOR)
+    page.click("nav button[data-tab=timeline]")
+    page.fill("#filters input[name=actorId]", "sam smith")
+    page.click("#filters button[type=submit]")
+    page.wait_for_selector("#status.error")
+    assert "actorId" in page.text_content("#status")  # the field at fault, not only "does not match"
+    page.fill("#filters input[name=actorId]", "sam")
+    page.click("#filters button[type=submit]")
+    page.wait_for_selector(f"#episodes tr[data-event-id='{ids['doomed']}']")
+    with Client(served, AGENT) as agent:
+        agent.erase(ids["doomed"])
+    page.click(f"#episodes tr[data-event-id='{ids['doomed']}']")
+    page.wait_for_selector("#status.error")
+    assert "no such episode" in page.text_content("#status")
+
+
 def test_given_an_expired_episode_when_restored_from_the_audit_trail_then_it_is_back_with_a_new_expiry(served, page):
     soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
     with Client(served, AGENT) as agent, Client(served, OPERATOR) as operator:

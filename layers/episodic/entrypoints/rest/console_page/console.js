@@ -4,6 +4,7 @@
 
 const BASE = location.pathname.replace(/\/console\/?$/, "");
 const TOKEN_KEY = "episodic.console.token";
+const FAREWELL_KEY = "episodic.console.signed-out";
 const EVENT_TYPES = ["user_preference_stated", "correction_received", "task_milestone", "human_approval",
   "tool_observed_event", "incident_or_failure", "conversation_turn", "tool_call", "error", "feedback",
   "session_summary"];
@@ -69,7 +70,14 @@ function say(message, kind = "ok") {
 function failed(error) {
   if (error instanceof ApiError && error.status === 401) { signOut("Your token was refused: sign in again."); return; }
   const reasons = error.body && error.body.reasons ? ` (${error.body.reasons.join(", ")})` : "";
-  say(`${error.message}${reasons}`, "error");
+  say(`${error.message}${reasons}${fieldsAtFault(error.body)}`, "error");
+}
+
+/** What a 422 names as wrong, field by field ("actorId: String should match pattern ..."). */
+function fieldsAtFault(body) {
+  const detail = body && Array.isArray(body.detail) ? body.detail : [];
+  const named = detail.slice(0, 3).map((d) => `${(d.loc || []).filter((part) => part !== "body" && part !== "query").join(".")}: ${d.msg}`);
+  return named.length ? `: ${named.join("; ")}` : "";
 }
 
 const guarded = (fn) => async (...args) => { try { await fn(...args); } catch (error) { failed(error); } };
@@ -124,12 +132,12 @@ async function signIn(event) {
   await start();
 }
 
+/** Everything the page shows was read with the token that signs out: the page starts afresh (a
+ * reload), so the next operator of this tab, perhaps of another tenant, sees none of it. */
 function signOut(message = "Signed out.") {
   sessionStorage.removeItem(TOKEN_KEY);
-  $("#app").hidden = true;
-  $("#session").hidden = true;
-  $("#signin-view").hidden = false;
-  say(message, message === "Signed out." ? "ok" : "error");
+  sessionStorage.setItem(FAREWELL_KEY, message);
+  location.reload();
 }
 
 async function start() {
@@ -223,7 +231,7 @@ async function showOverview() {
   $("#chart-retention").replaceChildren(barChart(o.retention.map((b) => ({
     x: `${b.low.toFixed(0)}–${b.high.toFixed(0)}`, values: [{ label: "episodes", count: b.count }],
   })), ["episodes"]));
-  $("#due tbody").replaceChildren(...(o.due.length ? o.due.map((d) => el("tr", { class: "clickable", onclick: () => openEpisode(d.eventId) },
+  $("#due tbody").replaceChildren(...(o.due.length ? o.due.map((d) => el("tr", { class: "clickable", onclick: guarded(() => openEpisode(d.eventId)) },
     el("td", {}, el("code", {}, d.eventId)), el("td", {}, d.actorId), el("td", {}, d.eventType),
     el("td", {}, d.why === "expires" ? "retention ends" : "relevance decayed"),
     el("td", {}, d.dueAt ? when(d.dueAt) : "next decay sweep"), el("td", {}, d.retentionScore.toFixed(2)))) :
@@ -276,7 +284,7 @@ async function listEpisodes(f, more, current) {
     episodes = page.items;
     timelineCursor = page.nextCursor;
   }
-  const rows = episodes.map((e) => el("tr", { class: "clickable", "data-event-id": e.eventId, onclick: () => openEpisode(e.eventId) },
+  const rows = episodes.map((e) => el("tr", { class: "clickable", "data-event-id": e.eventId, onclick: guarded(() => openEpisode(e.eventId)) },
     el("td", {}, when(e.occurredAt)), el("td", {}, e.actorId), el("td", {}, e.eventType), el("td", {}, e.status),
     el("td", {}, e.privacyClass), el("td", {}, e.retentionScore.toFixed(2)), el("td", { class: "summary" }, e.summary)));
   const body = $("#episodes tbody");
@@ -465,5 +473,8 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("nav button")) {
     button.addEventListener("click", guarded(async () => { showTab(button.dataset.tab); await TABS[button.dataset.tab](); }));
   }
+  const farewell = sessionStorage.getItem(FAREWELL_KEY);
+  sessionStorage.removeItem(FAREWELL_KEY);
+  if (farewell) say(farewell, farewell === "Signed out." ? "ok" : "error");
   if (sessionStorage.getItem(TOKEN_KEY)) guarded(start)();
 });
