@@ -320,14 +320,15 @@ def test_given_an_episode_read_through_a_tool_then_its_text_is_framed_as_evidenc
 
 @pytest.fixture
 def mcp_http(base_url) -> Iterator[Callable[..., str]]:
-    """Starts ``episodic mcp --http`` (with the given extra arguments) and yields its /mcp URL.
-    The server holds no token of its own: EPISODIC_TOKEN is not set."""
+    """Starts ``episodic mcp --http`` (with the given extra arguments; ``service=`` another URL for
+    the service) and yields its /mcp URL. The server holds no token of its own: EPISODIC_TOKEN is
+    not set."""
     processes: list[subprocess.Popen[bytes]] = []
 
-    def start(*args: str) -> str:
+    def start(*args: str, service: str = base_url) -> str:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("EPISODIC_TOKEN", "EPISODIC_ACTOR")}
-        env["EPISODIC_URL"] = base_url
+        env["EPISODIC_URL"] = service
         command = [sys.executable, "-m", "episodic", "mcp", "--http", "--port", str(port), *args]
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         processes.append(process)
@@ -383,6 +384,14 @@ def test_given_the_http_server_when_clients_initialize_then_it_keeps_no_session_
               "params": {"name": "list_timeline", "arguments": {"limit": 1}}}  # fmt: skip
     called = httpx.post(url, json=listed, headers=headers, timeout=30)
     assert called.status_code == 200 and '"isError":false' in called.text, called.text
+
+
+def test_given_the_service_unreachable_when_a_token_comes_then_503_not_a_refusal_of_the_token(mcp_http):
+    """A client told 401 would drop a token that may well be good; it is told to try again."""
+    url = mcp_http("--actor", "sam", service=f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    response = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {SAM_TOKEN}"})
+    assert response.status_code == 503 and response.headers["Retry-After"], response.text
+    assert response.json()["error"] == "service_unavailable"
 
 
 def test_given_the_http_server_without_an_actor_when_a_tenant_wide_token_comes_then_it_is_refused(mcp_http):

@@ -65,7 +65,7 @@ MATRIX: dict[str, Rule] = {
     "entrypoints.dynamodb_stream": rule(_ENTRY, "aws_lambda_powertools ulid"),
     "entrypoints.eventbridge": rule(_ENTRY, "aws_lambda_powertools"),
     "entrypoints.server": rule(f"{_ENTRY} entrypoints.rest", "pydantic"),
-    "entrypoints.mcp": rule("domain client episodic", "mcp mcp_types pydantic"),
+    "entrypoints.mcp": rule("domain client episodic", "mcp mcp_types pydantic starlette uvicorn"),
     "entrypoints.cli": rule(
         f"{_ENTRY} entrypoints entrypoints.server entrypoints.mcp",
         "pydantic rich jwt boto3 benchmarks",

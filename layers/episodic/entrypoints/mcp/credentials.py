@@ -10,7 +10,9 @@ Over streamable HTTP the server holds no credential of its own: every request mu
 bearer token (``Authorization: Bearer ...``), verified by the service itself (``GET /v1/whoami``,
 exactly as the API checks any call) and then used for that request's calls. A token the service
 does not know, or one that would act for the whole tenant (no ``--actor`` and no actor bound to
-it), is refused with 401 and the MCP specification's ``WWW-Authenticate`` challenge.
+it), is refused with 401 and the MCP specification's ``WWW-Authenticate`` challenge. When the
+service cannot be asked (unreachable, or failing), the token is neither accepted nor refused:
+:class:`ServiceUnreachable` becomes a 503, so a client keeps a token that may well be good.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ VERIFIED_SECONDS = 30.0
 sends it to the service, which checks it on every request)."""
 CLIENTS_KEPT = 128
 """Connections kept open, one per recent token."""
+
+
+class ServiceUnreachable(Exception):
+    """The service could not say whether a token is good (no answer, or a 5xx)."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,10 @@ class HttpSessions:
         try:
             async with AsyncClient(self.base_url, token, actor=self.actor, retries=0, timeout=10) as client:
                 caller = await client.whoami()
-        except ApiError:
+        except ApiError as error:
             self._verified.pop(key, None)
+            if error.status == 0 or error.status >= 500:
+                raise ServiceUnreachable(f"the service could not check the token ({error.code})") from error
             return None
         if not caller.actors:
             return None  # a model never acts for the whole tenant

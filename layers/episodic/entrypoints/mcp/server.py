@@ -25,11 +25,13 @@ from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
+import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from starlette.responses import JSONResponse
 
 from episodic import __version__
 from episodic.client import ApiError
@@ -47,7 +49,7 @@ from episodic.domain.model import (
 )
 from episodic.domain.model.conversations import Turn, TurnsResult
 from episodic.domain.recall.evidence import quoted, render_episodes
-from episodic.entrypoints.mcp.credentials import HttpSessions, Session, StdioSessions
+from episodic.entrypoints.mcp.credentials import HttpSessions, ServiceUnreachable, Session, StdioSessions
 
 T = TypeVar("T")
 
@@ -334,6 +336,23 @@ def build_server(sessions: Sessions, auth: tuple[HttpSessions, AuthSettings] | N
     return server
 
 
+class UnreachableAnswered:
+    """ASGI middleware: a request whose token the service could not check (:class:`ServiceUnreachable`)
+    is answered 503 with ``Retry-After``, not 401: the client should try again, not drop its token."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except ServiceUnreachable:
+            if scope["type"] != "http":
+                raise
+            body = {"error": "service_unavailable", "message": "the memory service cannot be reached; try again"}
+            await JSONResponse(body, status_code=503, headers={"Retry-After": "5"})(scope, receive, send)
+
+
 class NoActorError(ValueError):
     """``episodic mcp`` was started without one valid actor to act for (stdio needs one; HTTP
     takes one or none)."""
@@ -356,7 +375,9 @@ def serve(actor_id: str | None, base_url: str | None, http: bool, host: str, por
     if http:
         sessions = HttpSessions(base_url, actor)
         settings = AuthSettings(issuer_url=sessions.base_url, resource_server_url=f"http://{host}:{port}/mcp")
-        build_server(sessions, (sessions, settings)).run("streamable-http", host=host, port=port, stateless_http=True)
+        app = build_server(sessions, (sessions, settings)).streamable_http_app(stateless_http=True, host=host)
+        app.add_middleware(UnreachableAnswered)  # around the SDK's bearer check
+        uvicorn.run(app, host=host, port=port, log_level="warning")
         return
     if not actor:
         raise NoActorError("a model acts for one actor: start `episodic mcp --actor <id>` (or set EPISODIC_ACTOR)")
