@@ -18,7 +18,7 @@ def test_given_two_long_principals_alike_but_for_their_start_when_narrowed_then_
 
 
 def test_given_a_long_principal_with_a_reserved_name_inside_when_narrowed_then_it_keeps_its_own_start():
-    """Cutting from the end once made ``"x" * 17 + "system:session-handoff..."`` begin ``system:``."""
+    """Cut from its end, ``"x" * 17 + "system:session-handoff..."`` would begin ``system:``."""
     principal = "x" * 17 + "system:session-handoff" + "y" * 217
     result = narrowed(principal, "d1g3st")
     assert result.startswith("x" * 17) and not reserved_principal(result) and len(result) <= 256

@@ -134,7 +134,7 @@ class Reads:
     def _holds_any(self, scope: Scope) -> bool:
         """Whether ``scope`` admits any episode at all. A window read from the words that holds
         nothing is known before the model is asked, so the recall searches all time at once: found
-        empty only after a first search, the second one could no longer overlap the model's pass
+        empty only by a first search, the search over all time would follow the model's pass
         and cost the recall nearly as much again."""
         found, _ = self.deps.episodes.timeline(TimelineQuery(scope=scope, limit=1))
         return bool(found)

@@ -141,8 +141,8 @@ def _months_range(match: Match, now: datetime) -> tuple[datetime, datetime]:
     """ "between September and November": from the first day of one to the last of the other."""
     _, first_month, last_month, written = match.groups()
     start_month, end_month = MONTHS[first_month], MONTHS[last_month]
-    year = month_year(end_month, written, now)
-    start, _ = month_days(year - 1 if start_month > end_month else year, start_month, 1, 1, now)
+    start_year, year = _span_years(start_month, end_month, written, now)
+    start, _ = month_days(start_year, start_month, 1, 1, now)
     _, end = month_days(year, end_month, 1, 31, now)
     return start, end
 
@@ -150,17 +150,21 @@ def _months_range(match: Match, now: datetime) -> tuple[datetime, datetime]:
 def _days(
     first_day: int, first_month: str, last_day: int, last_month: str, written: str | None, now: datetime
 ) -> tuple[datetime, datetime]:
-    """From ``first_day`` of ``first_month`` to ``last_day`` of ``last_month`` (of the year
-    written, else the most recent): a first month after the last is the year before ("28
-    December to 3 January 2025")."""
-    end_month, start_month = MONTHS[last_month], MONTHS[first_month]
-    year = month_year(end_month, written, now)
-    start_year = year - 1 if start_month > end_month else year
+    """From ``first_day`` of ``first_month`` to ``last_day`` of ``last_month`` (:func:`_span_years`)."""
+    start_month, end_month = MONTHS[first_month], MONTHS[last_month]
+    start_year, year = _span_years(start_month, end_month, written, now)
     start, _ = month_days(start_year, start_month, first_day, first_day, now)
     _, end = month_days(year, end_month, last_day, last_day, now)
     if end <= start:
         raise ValueError("a range that ends before it starts")
     return start, end
+
+
+def _span_years(start_month: int, end_month: int, written: str | None, now: datetime) -> tuple[int, int]:
+    """The years of a span's first and last months: the last's as written, else the most recent;
+    a first month after the last is the year before ("28 December to 3 January 2025")."""
+    year = month_year(end_month, written, now)
+    return (year - 1 if start_month > end_month else year), year
 
 
 def _iso_range(match: Match, now: datetime) -> tuple[datetime, datetime]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from episodic.domain.model import SERVICE_PRINCIPAL_PREFIXES
+from episodic.domain.model import SERVICE_PRINCIPAL_PREFIXES, reserved_principal
 
 MAX_HOURS = 24.0
 
@@ -40,7 +40,7 @@ def mint(claims: TokenClaims, secret: str, now: datetime | None = None) -> str:
     """An HS256 JWT the deployed authorizer accepts for ``claims``."""
     import jwt
 
-    if not 1 <= len(claims.subject) <= 256 or claims.subject.lower().startswith(SERVICE_PRINCIPAL_PREFIXES):
+    if not 1 <= len(claims.subject) <= 256 or reserved_principal(claims.subject):
         raise ValueError(
             "the subject is 1 to 256 characters and begins with none of "
             f"{', '.join(SERVICE_PRINCIPAL_PREFIXES)} (the service's own principals): give --subject"
