@@ -115,6 +115,11 @@ def test_given_the_best_answers_when_widening_then_only_names_the_query_lacks_ar
         ("deploys between 2026-11-03 and 2026-11-09", at(2026, 11, 3), at(2026, 11, 10), "deploys"),
         ("deploys 2026-11-09 - 2026-11-03", at(2026, 11, 3), at(2026, 11, 10), "deploys"),  # ISO: either way round
         ("on Nov 4 the deploy failed", at(2026, 11, 4), at(2026, 11, 5), "the deploy failed"),
+        # the week that holds the date, Monday to Sunday (3 November 2025 was a Monday, 2026's a Tuesday)
+        ("what broke the week of November 3", at(2026, 11, 2), at(2026, 11, 9), "what broke"),
+        ("refunds in the week of 3 Nov 2025", at(2025, 11, 3), at(2025, 11, 10), "refunds"),
+        ("deploys during the week of 2026-11-04?", at(2026, 11, 2), at(2026, 11, 9), "deploys?"),
+        ("plans for the week of May 4", at(2026, 5, 4), at(2026, 5, 11), "plans for"),
         (
             "plans for mid-July to August",
             at(2026, 7, 11),
@@ -155,6 +160,7 @@ def test_given_by_or_since_a_date_when_interpreted_then_the_window_is_open_on_on
         "error in 2048 bytes",
         "audits since 2030",
         "report in 2026-13-45",
+        "the week of Nov 31",
     ],
 )
 def test_given_no_real_date_when_interpreted_then_no_calendar_window(query):

@@ -94,6 +94,9 @@ _ISO_RANGE = linear.compile(
     rf"\b{_LEAD}{_ISO_DAY}(?:\s*(?:and|to|until|till|through|\u2013|\u2014)\s*|\s+-\s+){_ISO_DAY}\b"
 )
 _ISO_DATE = linear.compile(rf"\b{_LEAD}{_ISO_DAY}\b")
+_WEEK_OF_DATE = linear.compile(
+    rf"\b{_LEAD}week\s+of\s+(?:{_DAY}\s+(?:of\s+)?{MONTH}|{MONTH}\s+{_DAY}){_YEAR}\b|\b{_LEAD}week\s+of\s+{_ISO_DAY}\b"
+)
 _ANY_DATE = linear.compile(rf"\b{MONTH}(?:[^a-z]|$)|\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b")
 """Every calendar phrase names a month, in words or as an ISO date: one scan of the query spares
 the rest of the patterns."""
@@ -196,6 +199,21 @@ def _date(match: Match, now: datetime) -> tuple[datetime, datetime]:
     return month_days(month_year(month, written, now), month, int(day), int(day), now)
 
 
+def _week_of_date(match: Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "the week of November 3", "week of 3 Nov 2025", "the week of 2026-11-03": Monday to Sunday
+    of the week that holds the date."""
+    _, day, month_name, month_first, day_second, written, _, *iso = match.groups()
+    if iso[0] is not None:
+        start = _iso_day([int(part) for part in iso], now)
+    else:
+        month = MONTHS[month_name or month_first]
+        start, _ = month_days(
+            month_year(month, written, now), month, int(day or day_second), int(day or day_second), now
+        )
+    monday = start - timedelta(days=start.weekday())
+    return monday, monday + timedelta(days=7)
+
+
 _DATE_LEADS = frozenset(["on", "by", "until", "till", "before", "since", "after", "around", "at"])
 
 
@@ -211,7 +229,7 @@ def _a_count(match: Match, lead: str | None) -> bool:
 
 def _may_be_the_verb(phrase: str, lead: str) -> bool:
     """ "3 may be enough": "may" is a month only with a year or after "on", "by", "in"..."""
-    return bool(_MAY.search(phrase)) and not _YEAR_DIGITS.search(phrase) and lead not in (*_LEADS, "the")
+    return bool(_MAY.search(phrase)) and not _YEAR_DIGITS.search(phrase) and lead not in (*_LEADS, "the", "week")
 
 
 _MAY = linear.compile(r"\bmay\b")
@@ -236,6 +254,7 @@ def calendar_window(lowered: str, now: datetime) -> tuple[Match, datetime | None
         (_RANGE, _range),
         (_RANGE_MONTH_FIRST, _range_month_first),
         (_WEEK_OF, lambda m, n: _part(m, _WEEKS, n)),
+        (_WEEK_OF_DATE, _week_of_date),
         (_HALF_OF, lambda m, n: _part(m, _HALVES, n)),
         (_PART_OF, lambda m, n: _part(m, _PARTS, n)),
         (_MONTHS_RANGE, _months_range),
