@@ -598,3 +598,15 @@ def test_given_a_recall_when_served_then_it_is_audited_and_each_served_episode_i
     assert service.deps.episodes.get("acme", kept.event_id).access_count == 1
     served, _ = service.deps.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
     assert [r.detail["eventIds"] for r in served] == [[kept.event_id]]
+
+
+def test_given_a_recall_that_does_not_count_when_served_then_it_is_audited_and_nothing_is_counted(service):
+    from episodic.application.ports.governance import AuditQuery
+
+    kept = service.writes.remember(AGENT, proposal(summary="Customer wants invoices as PDF from now on"))
+    looked = service.reads.recall(AGENT, RecallRequest(query="invoices as PDF", actor_id="user-1", count_access=False))
+    assert [i.episode.event_id for i in looked.items] == [kept.event_id] and looked.degraded == []
+    episode = service.deps.episodes.get("acme", kept.event_id)
+    assert (episode.access_count, episode.last_accessed_at) == (0, None)
+    served, _ = service.deps.audit_log.audit(AuditQuery(tenant_id="acme", action="recall.served"))
+    assert [r.detail["eventIds"] for r in served] == [[kept.event_id]]

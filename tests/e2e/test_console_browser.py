@@ -160,6 +160,8 @@ def test_given_an_operator_when_governing_in_the_browser_then_every_action_lands
     page.wait_for_function(
         "id => document.querySelector('#episodes tbody tr')?.dataset.eventId === id", arg=ids["doomed"]
     )
+    with Client(served, OPERATOR) as operator:  # looking at a memory is not using it: nothing counted
+        assert operator.get(ids["doomed"]).access_count == 0
 
     # Approve the held write: it becomes active. A listing of the reviews read before the decision but
     # answered after it (held back here) must not bring the decided review back.

@@ -242,9 +242,10 @@ class Reads:
         now: datetime,
     ) -> tuple[str, ...]:
         """Audit what was served to whom (ids and a hash of the question as asked -- a time
-        phrase included, never text), then count the access for relevance decay; returns what
-        could not be done. Neither waits for the disk (``durable=False``): a recall acknowledges
-        no write, and a crash of the process loses neither (see ``adapters/sqlite/group_commit.py``)."""
+        phrase included, never text), then count the access for relevance decay unless the request
+        says not to (``countAccess``); returns what could not be done. Neither waits for the disk
+        (``durable=False``): a recall acknowledges no write, and a crash of the process loses
+        neither (see ``adapters/sqlite/group_commit.py``)."""
         returned = [item.episode.event_id for item in items]
         asked = (request.query or "").strip()
         audit = AuditRecord(
@@ -261,7 +262,7 @@ class Reads:
         )
         # Access counts feed relevance decay; they are not worth failing a recall that was served
         # and audited. The next recall of these episodes counts again.
-        counted = self.deps.episodes.record_recall(audit, returned, now)
+        counted = self.deps.episodes.record_recall(audit, returned if request.count_access else [], now)
         return () if counted else ("access_stats_not_updated",)
 
     def _with_neighbours(self, scope: Scope, items: list[RecallItem], count: int, turns: TurnsRead) -> list[RecallItem]:

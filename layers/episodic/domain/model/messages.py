@@ -197,6 +197,12 @@ class RecallRequest(CamelModel):
         "three best items mention (people, places, things the query does not name) are added to the query "
         "and each item's relevance is the mean of both rounds (shown as components.widened).",
     )
+    count_access: bool = Field(
+        default=True,
+        description="Whether serving these items counts as their use (accessCount, lastAccessedAt), which "
+        "slows their relevance decay. The operator console's search passes false: looking at memories is "
+        "not using them. The recall is audited either way.",
+    )
 
     @field_validator("tags")
     @classmethod

@@ -270,7 +270,7 @@ async function listEpisodes(f, more, current) {
     const found = await api("POST", "/v1/recall", { body: {
       query: f.query, actorId: f.actorId || undefined, eventTypes: f.eventType ? [f.eventType] : [],
       tags: f.tag ? [f.tag] : [], occurredAfter: dayStart(f.after), occurredBefore: dayStart(f.before),
-      statuses: [f.status], limit: 50, neighbours: 0,
+      statuses: [f.status], limit: 50, neighbours: 0, countAccess: false,
     } });
     if (!current()) return;
     episodes = found.items.map((item) => item.episode);
