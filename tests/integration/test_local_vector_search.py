@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from episodic.adapters.vectors import ann
+from episodic.adapters.vectors.exact import Mix
 from episodic.adapters.vectors.index import VectorSearch
 from episodic.adapters.vectors.rowid_slots import MIN_ROWS
 
@@ -123,6 +124,28 @@ def test_given_several_queries_when_searched_together_then_each_gets_what_it_get
         assert strategy == alone_strategy == ("exact" if threshold > 3000 else "ivf")
         assert list(ids) == list(alone_ids)
         assert sims == pytest.approx(alone_sims, abs=1e-5)
+
+
+@pytest.mark.parametrize("threshold", [10**9, 500])
+@pytest.mark.parametrize("ahead", [True, False])
+def test_given_a_query_leaning_on_another_when_searched_then_it_finds_what_its_vector_finds(db, threshold, ahead):
+    """A second round's query given as the first plus a share of the names' vector finds what that
+    sum, made unit length, finds as a query of its own: scored from cosines (the names' measured
+    when the scope was placed, or in the search) when searched exactly, as the vector through the index."""
+    vectors = add(db, 3000)
+    scope = all_rowids(db)[::2]
+    search = VectorSearch(ann_threshold=threshold)
+    ready(search, db, scope, vectors[0])
+    question, names = vectors[5], vectors[2000]
+    placed = search.place(db, "acme", "m1", scope, names if ahead else None)
+    mixed = Mix(0, names, 0.5, placed.toward_cosines if placed is not None else None)
+    _, (ids, sims, strategy) = search.search_many(db, "acme", "m1", scope, [question, mixed], 10, placed)
+    summed = question + 0.5 * names
+    alone_ids, alone_sims, alone_strategy = search.search(db, "acme", "m1", scope, summed / np.linalg.norm(summed), 10)
+    assert strategy == alone_strategy == ("exact" if threshold > 3000 else "ivf")
+    assert (placed is not None and placed.toward_cosines is not None) == (ahead and threshold > 3000)
+    assert list(ids) == list(alone_ids)
+    assert sims == pytest.approx(alone_sims, abs=1e-5)
 
 
 def test_given_rows_written_after_the_index_was_built_when_searched_then_the_index_finds_them(db, tmp_path):

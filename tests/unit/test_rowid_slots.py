@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from episodic.adapters.vectors.index import present
+from episodic.adapters.vectors.exact import present
 from episodic.adapters.vectors.rowid_slots import MAX_SPREAD, MIN_ROWS, RowidSlots
 
 

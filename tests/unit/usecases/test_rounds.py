@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from episodic.application.ports import RecallCandidates
+from episodic.application.ports import Leaning, RecallCandidates
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.rounds import merged, names_vector
 from episodic.domain.errors import StorageError
@@ -64,18 +64,20 @@ class CountingApartIndexDouble:
 
     def __init__(self, real) -> None:
         self.real, self.by_meaning_calls, self.pools = real, [], []
-        self.placed, self.placements_used = [], []
+        self.placed, self.placements_used, self.towards, self.asked = [], [], [], []
 
     def candidates(self, scope, query, vector, pool_size, embedder=None):
         self.pools.append((query is not None and vector is None, pool_size))
         return self.real.candidates(scope, query, vector, pool_size, embedder)
 
-    def place(self, scope, embedder=None):
-        self.placed.append(self.real.place(scope, embedder))
+    def place(self, scope, embedder=None, toward=None):
+        self.placed.append(self.real.place(scope, embedder, toward))
+        self.towards.append(toward)
         return self.placed[-1]
 
     def by_meaning(self, scope, vectors, pool_size, embedder=None, placement=None):
         self.by_meaning_calls.append(len(vectors))
+        self.asked.append(list(vectors))
         self.placements_used.append(placement)
         return self.real.by_meaning(scope, vectors, pool_size, embedder, placement)
 
@@ -144,6 +146,13 @@ def test_given_the_names_embedded_when_the_question_is_then_both_rounds_meaning_
     assert answer.interpretation.widened_with == ["Kirsty"]
     assert counting.by_meaning_calls == [2]  # the question's vector and the second round's, together
     assert answer.items[0].components.semantic > 0 and answer.items[0].components.widened is not None
+    # The second round leans on the question's vector toward the names', whose cosines were measured
+    # when the scope was placed (the names were ready then): it costs no product of its own.
+    # (A tenant's first search loads its vectors; from the next on, the scope is placed among them.)
+    ready.recall(AGENT, RecallRequest(query=QUESTION))
+    toward, (_, second), placement = counting.towards[-1], counting.asked[-1], counting.placements_used[-1]
+    assert isinstance(second, Leaning) and second.base == 0 and second.toward is toward
+    assert placement.placed.toward is toward and placement.placed.toward_cosines is not None
 
 
 def test_given_the_names_still_embedding_when_the_question_is_ready_then_its_meaning_is_searched_meanwhile(deps, dana):

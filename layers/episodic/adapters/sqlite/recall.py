@@ -28,8 +28,9 @@ from episodic.adapters.sqlite.erasures import erasures_of, live_rowids
 from episodic.adapters.sqlite.scope import scope_sql
 from episodic.adapters.sqlite.scope_cache import ScopeCache, generation_of
 from episodic.adapters.sqlite.word_index import WordIndex, terms
-from episodic.adapters.vectors.index import Placed, VectorSearch
-from episodic.application.ports import PendingVector, RecallCandidates, Scope, Vector, resolved
+from episodic.adapters.vectors.exact import Mix, Placed
+from episodic.adapters.vectors.index import VectorSearch
+from episodic.application.ports import Leaning, PendingVector, RecallCandidates, Scope, Vector, resolved
 from episodic.domain.recall.candidates import Candidate, by_meaning_alone
 from episodic.domain.recall.languages import searched
 from episodic.domain.recall.query import lexical_terms
@@ -168,22 +169,23 @@ class RecallReads:
         thread.start()
         return thread
 
-    def place(self, scope: Scope, embedder: str | None = None) -> Placement | None:
+    def place(self, scope: Scope, embedder: str | None = None, toward: Vector | None = None) -> Placement | None:
         """What a search by meaning of ``scope`` reads before it needs a vector: the scope's rowids,
-        erasures by other processes, and where the rows sit among the tenant's vectors. Read while
-        the model embeds the question, it is then not read after (:meth:`by_meaning`)."""
+        erasures by other processes, and where the rows sit among the tenant's vectors (with
+        ``toward``, their cosines with it too). Read while the model embeds the question, it is then
+        not read after (:meth:`by_meaning`)."""
         embedder = embedder or self.embedder
         if embedder is None:
             return None
         with self.db.reading() as conn:
             generation, rowids = self._admitted(conn, scope)
-            placed = self.vectors.place(conn, scope.tenant_id, embedder, rowids) if len(rowids) else None
+            placed = self.vectors.place(conn, scope.tenant_id, embedder, rowids, toward) if len(rowids) else None
         return Placement(scope, embedder, generation, rowids, placed)
 
     def by_meaning(
         self,
         scope: Scope,
-        vectors: Sequence[Vector],
+        vectors: Sequence[Vector | Leaning],
         pool_size: int,
         embedder: str | None = None,
         placement: Placement | None = None,
@@ -215,7 +217,7 @@ class RecallReads:
         self,
         conn: sqlite3.Connection,
         scope: Scope,
-        query_vectors: Sequence[Vector],
+        query_vectors: Sequence[Vector | Leaning],
         pool_size: int,
         embedder: str,
         placement: Placement | None = None,
@@ -227,9 +229,9 @@ class RecallReads:
         rowids = self._admitted(conn, scope)[1] if placement is None else placement.rowids
         if not len(rowids):
             return [([], []) for _ in query_vectors]
-        queries = [np.asarray(vector, dtype=np.float32) for vector in query_vectors]
-        found = []
         placed = None if placement is None else placement.placed
+        queries = [_query(vector, n, query_vectors, placed) for n, vector in enumerate(query_vectors)]
+        found = []
         searched = self.vectors.search_many(conn, scope.tenant_id, embedder, rowids, queries, pool_size, placed)
         for top, sims, _ in searched:
             names = self._named(conn, top.tolist())
@@ -263,3 +265,17 @@ class RecallReads:
             kept.clear()
         kept.update(named)
         return [name if name is not None else named.get(r) for r, name in zip(rowids, names, strict=True)]
+
+
+def _query(
+    vector: Vector | Leaning, at: int, request: Sequence[Vector | Leaning], placed: Placed | None
+) -> np.ndarray | Mix:
+    """One of a search's query vectors as the vector index takes it: a :class:`Leaning` (on a plain
+    vector before it) as a :class:`Mix`, with the cosines ``placed`` measured for the same ``toward``
+    (the very vector it was given); any other as an array."""
+    if not isinstance(vector, Leaning):
+        return np.asarray(vector, dtype=np.float32)
+    if not 0 <= vector.base < at or isinstance(request[vector.base], Leaning):
+        raise ValueError("a leaning vector leans on a plain vector before it in the same request")
+    known = placed.toward_cosines if placed is not None and placed.toward is vector.toward else None
+    return Mix(vector.base, np.asarray(vector.toward, dtype=np.float32), vector.weight, known)

@@ -46,7 +46,7 @@ from typing import Any, Literal
 import numpy as np
 
 from episodic.adapters.sqlite.erasures import erasures_of, live_rowids
-from episodic.adapters.vectors.index import present
+from episodic.adapters.vectors.exact import present
 from episodic.domain import linear
 from episodic.domain.recall.candidates import word_weights
 from episodic.domain.recall.languages import stems, unaccented

@@ -37,7 +37,6 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ import numpy as np
 
 from episodic.adapters.codec import unpack_vectors
 from episodic.adapters.vectors import ann
+from episodic.adapters.vectors.exact import Mix, Placed, cosines, exact, present
 from episodic.adapters.vectors.rowid_slots import RowidSlots
 
 DEFAULT_ANN_THRESHOLD = 50_000
@@ -117,23 +117,6 @@ class TenantVectors:
             self.erased_meanwhile.extend(int(r) for r in rowids)
 
 
-@dataclass(frozen=True)
-class Placed:
-    """Where a scope's rows sit in its tenant's matrix when it held ``count`` rows (:meth:`VectorSearch.place`)."""
-
-    vectors: TenantVectors
-    count: int
-    positions: np.ndarray
-
-
-def present(sorted_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Positions in ``sorted_ids`` of those of ``wanted`` (sorted) it holds."""
-    if len(sorted_ids) == 0 or len(wanted) == 0:
-        return np.empty(0, dtype=np.int64)
-    pos = np.clip(np.searchsorted(sorted_ids, wanted), 0, len(sorted_ids) - 1)
-    return pos[sorted_ids[pos] == wanted]
-
-
 class VectorSearch:
     """Exact or inverted-file search over one SQLite database's episode vectors.
 
@@ -188,10 +171,13 @@ class VectorSearch:
                     vectors.forget(np.setdiff1d(vectors.rowids, there))
                 vectors.erasures = erasures
 
-    def place(self, conn: Any, tenant_id: str, embedder: str, scope_rowids: np.ndarray) -> Placed | None:
+    def place(
+        self, conn: Any, tenant_id: str, embedder: str, scope_rowids: np.ndarray, toward: Any = None
+    ) -> Placed | None:
         """Where ``scope_rowids`` sit among the tenant's vectors, brought up to date: what an exact
         search of that scope needs but its queries, found before them (``None``: the tenant has not
-        been searched yet, or its scope is searched by its index)."""
+        been searched yet, or its scope is searched by its index); with ``toward``, the cosines of
+        those rows with it too (a :class:`Mix` of a later search then needs no product for it)."""
         with self._lock:
             vectors = self._tenants.get((tenant_id, embedder))
         if vectors is None:
@@ -200,7 +186,11 @@ class VectorSearch:
             self._sync(conn, tenant_id, embedder, vectors)
             if len(scope_rowids) >= self.ann_threshold and vectors.index is not None:
                 return None
-            return Placed(vectors, vectors.count, vectors.positions(np.sort(scope_rowids)))
+            positions = vectors.positions(np.sort(scope_rowids))
+            if toward is None or not len(positions):
+                return Placed(vectors, vectors.count, positions)
+            measured = cosines(vectors, positions, [np.asarray(toward, dtype=np.float32)])[0]
+            return Placed(vectors, vectors.count, positions, toward, measured)
 
     def search(
         self,
@@ -220,59 +210,45 @@ class VectorSearch:
         tenant_id: str,
         embedder: str,
         scope_rowids: np.ndarray,
-        queries: list[np.ndarray],
+        queries: list[np.ndarray | Mix],
         k: int,
         placed: Placed | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray, str]]:
         """:meth:`search` for each of ``queries`` over the same scope: the vectors are brought up to
         date and the scope placed once (and gathered once, when it is a small part of them), or
-        ``placed`` used, when no row came since :meth:`place` placed these ``scope_rowids``."""
-        vectors = self._tenant(tenant_id, embedder, len(queries[0]))
+        ``placed`` used, when no row came since :meth:`place` placed these ``scope_rowids``. A
+        :class:`Mix` is scored from its base's cosines and its own where both are searched exactly
+        (its cosines measured ahead only while ``placed`` holds), else searched as its vector."""
+        explicit: list[np.ndarray] = []  # a mix's base comes before it
+        for query in queries:
+            explicit.append(query.vector(explicit) if isinstance(query, Mix) else query)
+        vectors = self._tenant(tenant_id, embedder, len(explicit[0]))
         with vectors.lock:
             self._sync(conn, tenant_id, embedder, vectors)
             self._keep_index(tenant_id, embedder, vectors)
             found: dict[int, tuple[np.ndarray, np.ndarray, str]] = {}
             if len(scope_rowids) >= self.ann_threshold and vectors.index is not None:
                 share = len(scope_rowids) / vectors.count
-                for n, query in enumerate(queries):
+                for n, query in enumerate(explicit):
                     ids, sims = vectors.index.search(query, k, scope_rowids, share)
                     if len(ids) >= min(k, len(scope_rowids)):
                         self._count("ivf")
                         found[n] = (ids, sims, "ivf")
-            exact = [n for n in range(len(queries)) if n not in found]
+            rest = [n for n in range(len(queries)) if n not in found]
             current = placed is not None and placed.vectors is vectors and placed.count == vectors.count
             positions = placed.positions if placed is not None and current else None
-            tops = self._exact(vectors, scope_rowids, [queries[n] for n in exact], k, positions)
-            for n, top in zip(exact, tops, strict=True):
+            asked: list[np.ndarray | Mix] = []
+            for n in rest:
+                query = queries[n]
+                if not isinstance(query, Mix) or query.base not in rest:
+                    asked.append(explicit[n])
+                else:  # its base's cosines are measured here: only its own are wanted
+                    known = query.cosines if current else None
+                    asked.append(Mix(rest.index(query.base), query.toward, query.weight, known))
+            for n, top in zip(rest, exact(vectors, scope_rowids, asked, k, positions), strict=True):
                 self._count("exact")
                 found[n] = top
             return [found[n] for n in range(len(queries))]
-
-    @staticmethod
-    def _exact(
-        vectors: TenantVectors,
-        scope_rowids: np.ndarray,
-        queries: list[np.ndarray],
-        k: int,
-        positions: np.ndarray | None = None,
-    ) -> list[tuple[np.ndarray, np.ndarray, str]]:
-        """Every query against every vector of the scope, at ``positions`` in the matrix when they are
-        known (the caller holds ``vectors.lock``)."""
-        if not queries:
-            return []
-        positions = vectors.positions(np.sort(scope_rowids)) if positions is None else positions
-        if len(positions) == 0:
-            return [(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), "exact") for _ in queries]
-        # A product per query: BLAS multiplies a matrix by one vector faster than by a block of two.
-        whole = len(positions) * 8 > vectors.count  # one contiguous BLAS pass beats a large gather
-        rows = vectors.matrix if whole else vectors.matrix[positions]
-        tops = []
-        for query in queries:
-            sims = (rows @ query)[positions] if whole else rows @ query
-            top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
-            top = top[np.argsort(-sims[top])]
-            tops.append((vectors.rowids[positions[top]], sims[top], "exact"))
-        return tops
 
     def load(self, conn: Any, tenant_id: str, embedder: str, dimension: int) -> int:
         """Read the tenant's vectors into memory now (and start its index, when it is large

@@ -26,6 +26,7 @@ from episodic.application.ports.governance import (
 from episodic.application.ports.maintenance import ColdArchive, ErasureCompaction, MaintenanceScans, VectorMaintenance
 from episodic.application.ports.providers import Clock, Embedder, Summariser, Vector
 from episodic.application.ports.search import (
+    Leaning,
     PendingVector,
     RecallCandidates,
     RecallIndex,
@@ -61,6 +62,7 @@ __all__ = [
     "EventOutbox",
     "EventSender",
     "IdempotencyRecord",
+    "Leaning",
     "MaintenanceScans",
     "NewEpisode",
     "OutboxEntry",

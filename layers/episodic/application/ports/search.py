@@ -94,20 +94,34 @@ class RecallIndex(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Leaning:
+    """A query vector given as another of the same request's vectors (the one at ``base``) leaning
+    toward ``toward`` by ``weight``: ``base + weight * toward``, made unit length (both are unit
+    vectors). Its cosine with a stored unit vector is ``(cos(base) + weight * cos(toward))`` over
+    that sum's length, so an index that has the cosines of ``toward`` already (measured by
+    :meth:`SearchesApart.place`) and those of ``base`` needs no product of its own for it."""
+
+    base: int
+    toward: Vector
+    weight: float
+
+
 class SearchesApart(RecallIndex, Protocol):
     """A :class:`RecallIndex` that says ``searches_apart = True``."""
 
     searches_apart: bool
 
-    def place(self, scope: Scope, embedder: str | None = None) -> Any:
+    def place(self, scope: Scope, embedder: str | None = None, toward: Vector | None = None) -> Any:
         """What a search of ``scope`` by meaning reads before it needs a vector, read now (while the
-        model embeds the question) and handed back to :meth:`by_meaning`; opaque to the caller."""
+        model embeds the question) and handed back to :meth:`by_meaning`; opaque to the caller. With
+        ``toward`` (a :class:`Leaning`'s), the cosines of the scope with it are measured now too."""
         ...
 
     def by_meaning(
         self,
         scope: Scope,
-        vectors: Sequence[Vector],
+        vectors: Sequence[Vector | Leaning],
         pool_size: int,
         embedder: str | None = None,
         placement: Any = None,

@@ -37,6 +37,7 @@ from typing import Any, cast
 
 from episodic.application.ports import (
     Embedder,
+    Leaning,
     PendingVector,
     RecallCandidates,
     Scope,
@@ -241,7 +242,8 @@ class SearchRounds:
         vector = resolved(pending)
         meaning = cast(SearchesApart, index)
         together = toward is None or toward.ready()  # else the question's meaning is searched while the names' embed
-        lean = self._lean(vector, toward) if together else None
+        names_vector = resolved(toward) if together else None
+        lean = None if vector is None or names_vector is None else Leaning(0, names_vector, NAMES_WEIGHT)
         by_meaning = self._by_meaning(meaning, [vector, lean], placement)
         first = merged(words, by_meaning[0])
         if not together:
@@ -267,7 +269,10 @@ class SearchRounds:
         episodes.update(self.admitted([c.event_id for c in second_words.items if c.event_id not in episodes]))
         if ahead is not None:
             ahead(words.items, episodes)
-        placement = cast(SearchesApart, self.deps.index).place(self.scope, self.deps.embedder.name)
+        # The names' cosines are measured now when their vector is here: the second round then costs
+        # no product after the question's vector (:class:`~episodic.application.ports.Leaning`).
+        ready = resolved(toward) if toward is not None and toward.ready() else None
+        placement = cast(SearchesApart, self.deps.index).place(self.scope, self.deps.embedder.name, ready)
         return words, episodes, names, toward, second_words, placement
 
     def _together(self, query: str, pending: PendingVector, request: RecallRequest) -> Found:
@@ -306,7 +311,9 @@ class SearchRounds:
         widened = None if second is None else second.items
         return self.ranker.worth_reading(first.items, episodes, self.scope.now, request.limit, semantic, widened)
 
-    def _by_meaning(self, index: SearchesApart, vectors: list[Vector | None], placement: Any) -> list[RecallCandidates]:
+    def _by_meaning(
+        self, index: SearchesApart, vectors: Sequence[Vector | Leaning | None], placement: Any
+    ) -> list[RecallCandidates]:
         """What ``index`` finds by the meaning of each of ``vectors`` in one request (nothing for ``None``),
         with the scope as ``placement`` placed it."""
         wanted = [v for v in vectors if v is not None]
