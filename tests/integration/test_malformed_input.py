@@ -68,7 +68,15 @@ MALFORMED = [
     *[
         pytest.param("GET", f"/v1/{route}?cursor={c}", None, OPERATOR, id=f"{route}-cursor-{c}")
         for route in ("timeline", "audit")
-        for c in ("W10", "WyJ4Il0", _b64("[null,null]"), _b64('[1e999, "x"]'), _b64("[" * 5000))
+        for c in (
+            "W10",
+            "WyJ4Il0",
+            _b64("[null,null]"),
+            _b64('[1e999, "x"]'),
+            _b64("[" * 5000),
+            _b64('[0, "\\ud800"]'),  # a lone surrogate, which no store can hold
+            _b64('["\\udfff", "x"]'),
+        )
     ],
     pytest.param("POST", "/v1/recall", "[" * 100_000 + "]" * 100_000, AGENT, id="100k-nesting"),
     pytest.param("POST", "/v1/recall", '{"query": "x", "limit": ' + "9" * 4300 + "}", AGENT, id="4300-digits"),
@@ -108,7 +116,14 @@ def test_given_a_time_phrase_out_of_range_when_recalled_then_it_is_read_as_text(
 
 
 @pytest.mark.parametrize(
-    "content_type", ["multipart/form-data", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded"]
+    "content_type",
+    [
+        "multipart/form-data",
+        "multipart/form-data; boundary=x",
+        "application/x-www-form-urlencoded",
+        "text/plain",
+        "application/json; charset=latin1",
+    ],
 )
 def test_given_a_body_that_is_not_json_when_sent_then_it_is_415(wired, content_type):
     response = call("POST", "/v1/episodes", "a=b", content_type=content_type)
@@ -116,5 +131,9 @@ def test_given_a_body_that_is_not_json_when_sent_then_it_is_415(wired, content_t
     assert wired.deps.episodes.count("acme") == 0
 
 
-def test_given_a_json_body_with_a_charset_when_sent_then_it_is_accepted(wired):
-    assert call("POST", "/v1/episodes", EPISODE, content_type="application/json; charset=utf-8")["statusCode"] == 201
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json; charset=utf-8", "Application/JSON", "APPLICATION/JSON; Charset=UTF-8", "application/problem+json"],
+)
+def test_given_a_json_body_with_a_charset_or_in_capitals_when_sent_then_it_is_accepted(wired, content_type):
+    assert call("POST", "/v1/episodes", EPISODE, content_type=content_type)["statusCode"] == 201

@@ -53,14 +53,26 @@ def _fits(value: Any, kind: type) -> bool:
     if kind is int:
         return type(value) is int and -_INT64 <= value < _INT64
     if kind is str:
-        return isinstance(value, str) and 0 < len(value) <= _MAX_TEXT
+        return _text(value) and 0 < len(value) <= _MAX_TEXT
     if kind is dict:
         return (
             isinstance(value, dict)
             and 0 < len(value) <= 8
-            and all(isinstance(k, str) and isinstance(v, str) and len(v) <= _MAX_TEXT for k, v in value.items())
+            and all(_text(k) and _text(v) and len(v) <= _MAX_TEXT for k, v in value.items())
         )
     return False
+
+
+def _text(value: Any) -> bool:
+    """A string a store can hold: no lone surrogate (JSON's ``\\ud800`` decodes to one, and
+    neither SQLite nor DynamoDB takes it)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def pack_vector(vector: Vector) -> bytes:

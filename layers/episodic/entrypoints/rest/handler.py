@@ -17,17 +17,39 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     """The API speaks JSON only: a body in any other media type (a form, a multipart upload with
-    or without its boundary), or a write that declares one even with an empty body, is refused
-    with 415 before anything tries to parse it. No ``Content-Type`` reads as JSON."""
+    or without its boundary, JSON in a charset other than UTF-8), or a write that declares one even
+    with an empty body, is refused with 415 before anything tries to parse it. No ``Content-Type``
+    reads as JSON; media types are read in any case."""
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     declared = str(event.get("httpMethod") or "").upper() in WRITE_METHODS and headers.get("content-type")
     if not event.get("body") and not declared:
         return None
-    media_type = str(headers.get("content-type") or "application/json").split(";")[0].strip().lower()
-    if media_type in JSON_MEDIA_TYPES:
+    media_type, *parameters = str(headers.get("content-type") or "application/json").lower().split(";")
+    charsets = {
+        value.strip().strip('"')
+        for name, _, value in (p.partition("=") for p in parameters)
+        if name.strip() == "charset"
+    }
+    if media_type.strip() in JSON_MEDIA_TYPES and charsets <= {"utf-8", "utf8"}:
         return None
-    body = {"error": "unsupported_media_type", "message": "request bodies must be application/json"}
+    body = {"error": "unsupported_media_type", "message": "request bodies must be application/json, in UTF-8"}
     return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def _as_json(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` with the JSON media type it declares (any case, ``problem+json``, a charset) written
+    ``application/json``: the validation reads the media type as written, and knew no other."""
+    named = [k for k in (event.get("headers") or {}) if k.lower() == "content-type"]
+    if not named or event["headers"][named[0]] == "application/json":
+        return event
+    headers = {k: v for k, v in event["headers"].items() if k.lower() != "content-type"}
+    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+    json_type = {"Content-Type": "application/json"}
+    return {
+        **event,
+        "headers": {**headers, **json_type},
+        "multiValueHeaders": {**multi, "Content-Type": ["application/json"]},
+    }
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
@@ -49,4 +71,4 @@ def concurrent_handler(event: dict[str, Any], context: LambdaContext) -> dict[st
 
 
 def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return _unsupported_media_type(event) or app.resolve(event, context)
+    return _unsupported_media_type(event) or app.resolve(_as_json(event), context)
