@@ -186,6 +186,15 @@ def test_given_the_actor_header_when_it_would_widen_or_is_malformed_then_it_is_r
     for bad in ("", "not an id", ",".join(f"a{i}" for i in range(51))):
         response = api.get("/v1/whoami", as_="agent", headers={"X-Episodic-Actor": bad})
         assert response.status_code == 422, (bad, response.text)
+    # A bound credential is told the same of an id that is no id: not "not covered", nor its input back.
+    response = api.get("/v1/whoami", as_="sam", headers={"X-Episodic-Actor": "not valid!"})
+    assert response.status_code == 422 and "not valid!" not in response.text
+
+
+def test_given_the_actor_header_naming_an_actor_twice_then_it_narrows_as_naming_it_once(api: Api):
+    once = api.get("/v1/whoami", as_="agent", headers={"X-Episodic-Actor": "sam"}).json()
+    twice = api.get("/v1/whoami", as_="agent", headers={"X-Episodic-Actor": "sam, sam"}).json()
+    assert twice["actors"] == once["actors"] == ["sam"] and twice["principalId"] == once["principalId"]
 
 
 def test_given_the_actor_header_when_an_operator_sends_it_then_it_acts_as_that_actors_agent(api: Api):
@@ -260,3 +269,28 @@ def test_given_a_bound_or_narrowed_credential_when_it_writes_then_the_audit_name
     assert principals[by_token["eventId"]] and all(p.startswith("token:") for p in principals[by_token["eventId"]])
     assert all("/for:" in p for p in principals[narrowed["eventId"]])
     assert not any("sam" in p for ps in principals.values() for p in ps)  # actors are named by a hash
+
+
+def test_given_a_private_handoff_citing_a_bound_actors_turn_when_it_erases_the_turn_then_the_handoff_goes_unnamed(
+    api: Api,
+):
+    """The handoff repeats the erased turn, so it goes with it; but it is alex's private summary, which
+    sam may not read: sam's answer does not name it (the audit records the whole cascade)."""
+    at = "2026-11-28T09:{:02d}:00Z"
+    turns = [
+        {"turnId": "h1", "speaker": "alex", "role": "user", "privacyClass": "private", "occurredAt": at.format(1),
+         "text": "I booked the Lisbon flights for the 14th of March, window seats."},
+        {"turnId": "h2", "speaker": "sam", "role": "other", "occurredAt": at.format(2),
+         "text": "I will send the hotel options for Lisbon by Friday."},
+        {"turnId": "h3", "speaker": "alex", "role": "user", "privacyClass": "private", "occurredAt": at.format(3),
+         "text": "I would like a hotel near the river in Lisbon, under 150 euros a night."},
+    ]  # fmt: skip
+    body = api.post("/v1/sessions/sess-h/turns", {"turns": turns, "endSession": True}).json()
+    handoff, sams = body["handoff"]["eventId"], body["turns"][1]["eventId"]
+    assert api.get(f"/v1/episodes/{handoff}").json()["actorId"] == "alex"
+    refused(api.get(f"/v1/episodes/{handoff}", as_="sam"), 404)
+
+    erased = api.delete(f"/v1/episodes/{sams}", as_="sam").json()
+
+    assert erased["erased"] == [sams] and erased["cascaded"] == [] and handoff not in str(erased)
+    refused(api.get(f"/v1/episodes/{handoff}"), 404)  # gone all the same: it repeated sam's words

@@ -70,12 +70,16 @@ def acting_for(caller: Caller, actors: tuple[str, ...], pseudonyms: Pseudonyms) 
     actor must be covered already; and it makes an agent of any role, so a model handed an
     operator's credential through a narrowing client still cannot read what reviewers read.
     The audit names the narrowed principal by a pseudonym of the actors (keyed, like an actor's:
-    :mod:`~episodic.domain.forgetting.pseudonyms`), never by their ids."""
-    require_covered(caller, actors, "act")
+    :mod:`~episodic.domain.forgetting.pseudonyms`), never by their ids. The ids are read before
+    they are compared (an id that is no id is a bad request, not one another credential covers),
+    and each once: "sam,sam" narrows as "sam" does, to the same principal."""
+    actors = tuple(dict.fromkeys(actors))
     digest = pseudonyms.actor(caller.tenant_id, "\n".join(sorted(actors)))[:12]
-    return Caller(
+    narrowed_caller = Caller(  # pydantic reads the ids here: ValidationError for one that is none
         tenant_id=caller.tenant_id, role=Role.AGENT, principal_id=narrowed(caller.principal_id, digest), actors=actors
     )
+    require_covered(caller, actors, "act")
+    return narrowed_caller
 
 
 def narrowed(principal: str, digest: str) -> str:

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from episodic.application.ports import Changes, ReviewChange
 from episodic.application.usecases.deps import Deps, require_operator
-from episodic.domain.access import require_changeable
+from episodic.domain.access import may_read, require_changeable
 from episodic.domain.errors import ConflictError, ForbiddenError, NotFoundError
 from episodic.domain.forgetting.expiry import content_hash
 from episodic.domain.model import (
@@ -105,6 +105,7 @@ class Erasure:
             cited = deps.episodes.summaries_citing(caller.tenant_id, ids) if ids else []
             asked = set(ids)
             cascaded = [i for i in dict.fromkeys(cited) if i not in asked]
+            named = self._readable(caller, cascaded)
             order = [*cascaded, *dict.fromkeys(ids)]
             actor = deps.pseudonyms.actor(caller.tenant_id, actor_id) if actor_id is not None else None
             reviews = deps.reviews.reviews_of(caller.tenant_id, order, actor) if order or actor else []
@@ -116,6 +117,7 @@ class Erasure:
             done = set(order)
             late = [i for i in deps.episodes.summaries_citing(caller.tenant_id, ids) if i not in done] if ids else []
             if late:  # written while this erasure ran, from sources read before it (the summariser)
+                named |= self._readable(caller, late)
                 late_reviews = deps.reviews.reviews_of(caller.tenant_id, late)
                 archived += sum(
                     self._erase_chunk(caller, chunk, set(late), late_reviews, reason, scope, now, closed)
@@ -133,9 +135,19 @@ class Erasure:
             if forget_tenant is not None:  # names recall widened with may be words of what went
                 forget_tenant(caller.tenant_id)
         self._let_workflows_go(closed)
+        cascaded = [i for i in cascaded if i in named]
         return ErasureResult(
             erased=[*dict.fromkeys(ids), *cascaded], cascaded=cascaded, archived_records_deleted=archived
         )
+
+    def _readable(self, caller: Caller, event_ids: list[str]) -> set[str]:
+        """Those of ``event_ids`` the caller may read, which its answer names. A summary citing what
+        it erases goes with it whoever may read the summary (it repeats the erased text), but another
+        actor's private summary is not named to a caller that could not read it (its audit says all)."""
+        if caller.is_operator or not event_ids:
+            return set(event_ids)
+        episodes = self.deps.episodes.get_many(caller.tenant_id, event_ids)
+        return {i for i, episode in episodes.items() if may_read(caller, episode)}
 
     def _let_workflows_go(self, closed: list[Review]) -> None:
         """Tell the review workflows of the reviews erasure denied; one that cannot be told is
