@@ -180,6 +180,18 @@ def test_given_a_malformed_header_line_before_the_narrowing_header_then_400_not_
 
 
 @pytest.mark.parametrize(
+    "head",
+    [
+        f"Authorization: Bearer {AGENT_TOKEN}\rX-Episodic-Actor: sam\r\n",  # a second header inside the first
+        f"X-Note: hi\rAuthorization: Bearer {AGENT_TOKEN}\r\n",  # a credential inside another header
+    ],
+)
+def test_given_a_bare_cr_inside_a_header_line_then_400_as_a_proxy_may_read_the_line_otherwise(address, head):
+    raw = f"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n{head}Connection: close\r\n\r\n".encode()
+    assert json_error(exchange(address, raw), 400)["error"] == "bad_request"
+
+
+@pytest.mark.parametrize(
     "repeated",
     [
         f"Authorization: Bearer {AGENT_TOKEN}\r\nAuthorization: Bearer unknown-token-00000",

@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 IDLE_SECONDS = 30.0
 """How long a keep-alive connection may wait for its next request."""
@@ -152,3 +153,30 @@ def _give_up(connection: socket.socket) -> None:
         connection.sendall(json_error(408, "request_timeout", "the request did not arrive in time"))
     with contextlib.suppress(OSError):
         connection.shutdown(socket.SHUT_RDWR)
+
+
+class HeadReader:
+    """A connection's reader that keeps the lines of the request head as they were read (from the
+    last :meth:`start`), so that a bare CR inside one can be refused (:func:`bare_cr`): the header
+    parser (e-mail's) takes a CR alone for a line break, where a proxy in front may not, so one
+    header line could carry a second header past it (an ``X-Episodic-Actor``, an ``Authorization``)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.lines: list[bytes] = []
+
+    def start(self) -> None:
+        self.lines = []
+
+    def readline(self, limit: int = -1) -> bytes:
+        line: bytes = self.raw.readline(limit)
+        self.lines.append(line)
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def bare_cr(lines: list[bytes]) -> bool:
+    """Whether any of ``lines`` holds a CR that does not end it (HTTP ends a line with CRLF)."""
+    return any(b"\r" in (line[:-2] if line.endswith(b"\r\n") else line.rstrip(b"\n")) for line in lines)

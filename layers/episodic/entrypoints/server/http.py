@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from episodic.entrypoints.server.edge import InFlight, Limits, Watchdog, json_error
+from episodic.entrypoints.server.edge import HeadReader, InFlight, Limits, Watchdog, bare_cr, json_error
 from episodic.entrypoints.server.proxy_event import LocalLambdaContext, build_event
 from episodic.entrypoints.server.tokens import TokenBook
 from episodic.logs import service_logger
@@ -70,6 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
         # headers and body apart; without TCP_NODELAY, Nagle's algorithm would hold the body back
         # until the client's delayed ACK (about 40 ms).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rfile = HeadReader(self.rfile)  # type: ignore[assignment]
 
     def handle_one_request(self) -> None:
         """Wait (at most the idle time) for a request to begin, then give its line and headers
@@ -85,6 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.connection.settimeout(limits.headers_seconds + limits.body_seconds)
         self.server.watchdog.arm(self.connection, limits.headers_seconds)
+        self.rfile.start()  # type: ignore[attr-defined]
         try:
             super().handle_one_request()
         except OSError:  # the watchdog shut the connection, or the client reset it
@@ -159,8 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
         be read as one HTTP/1.x request: no version on the request line (HTTP/0.9, which has no
         status line to answer with), or a header line that is no header -- the parser takes it and
         every line after it for the body, and the request would go on without them (a narrowing
-        ``X-Episodic-Actor`` among them); or two of a header that says who is asking
-        (:data:`SINGLE_HEADERS`), which one reader could take the first of and another the last."""
+        ``X-Episodic-Actor`` among them), or one holding a bare CR (:class:`.edge.HeadReader`); or two
+        of a header that says who is asking (:data:`SINGLE_HEADERS`), read first or last by others."""
         if not super().parse_request():
             return False
         repeated = [name for name in SINGLE_HEADERS if len(self.headers.get_all(name) or ()) > 1]
@@ -170,8 +172,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.request_version == "HTTP/0.9":
             self.send_error(400, "the request line must end with an HTTP version (HTTP/1.0 or HTTP/1.1)")
             return False
-        if self.headers.get_payload() or any(isinstance(d, _MALFORMED_HEADER) for d in self.headers.defects):
-            self.send_error(400, "a header line is malformed (every header line is 'Name: value')")
+        malformed = any(isinstance(d, _MALFORMED_HEADER) for d in self.headers.defects)
+        if self.headers.get_payload() or malformed or bare_cr(self.rfile.lines):  # type: ignore[attr-defined]
+            self.send_error(400, "a header line is malformed (every header line is 'Name: value', ending in CRLF)")
             return False
         return True
 
