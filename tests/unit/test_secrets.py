@@ -96,6 +96,27 @@ CARDS = [
     pytest.param("4222222222222", id="visa-13-digits"),
     pytest.param(BUILT_VISA_19, id="built-19-digits"),
     pytest.param(" ".join(BUILT_MASTERCARD[i : i + 4] for i in range(0, 16, 4)), id="built-mastercard-spaces"),
+    pytest.param("4111\u20131111\u20131111\u20131111", id="visa-test-en-dashes"),
+    pytest.param("4111,1111,1111,1111", id="visa-test-commas"),
+    # the same numbers in other scripts' digits, which NFKC leaves as they are
+    pytest.param(
+        "4111 1111 1111 1111".translate(
+            str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669")
+        ),
+        id="visa-arabic-indic",
+    ),
+    pytest.param(
+        "4111 1111 1111 1111".translate(
+            str.maketrans("0123456789", "\u0966\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e\u096f")
+        ),
+        id="visa-devanagari",
+    ),
+    pytest.param(
+        "5500 0000 0000 0004".translate(
+            str.maketrans("0123456789", "\u06f0\u06f1\u06f2\u06f3\u06f4\u06f5\u06f6\u06f7\u06f8\u06f9")
+        ),
+        id="mastercard-persian",
+    ),
 ]
 
 

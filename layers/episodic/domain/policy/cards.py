@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from episodic.domain import linear
 
-DIGIT_RUN = linear.compile(r"\d(?:[ ._/-]?\d){12,}")
-"""Digits in groups joined by single separators, 13 digits or more: where a card number can be."""
-_CARD_SEPARATORS = " ._/-"
+DIGIT_RUN = linear.compile(r"\d(?:[ ._/,\x{2013}\x{2014}-]?\d){12,}")
+"""Digits (of any script: ``\\d`` here is Unicode's) in groups joined by single separators, 13 digits
+or more: where a card number can be."""
+_CARD_SEPARATORS = " ._/,\u2013\u2014-"
 _NO_SEPARATORS = str.maketrans("", "", _CARD_SEPARATORS)
 _SEPARATORS_AS_SPACE = str.maketrans(_CARD_SEPARATORS, " " * len(_CARD_SEPARATORS))
 _CARD_GROUPINGS = {(4, 6, 5), (4, 6, 4)}
@@ -56,7 +57,7 @@ def redact_cards(text: str, kinds: list[str]) -> str:
                 i += 1
                 continue
             start, end = starts[i], starts[best] + lengths[best]
-            candidate = text[start:end]
+            candidate = _western(text[start:end])
             if _card_like(candidate) and luhn_valid(candidate.translate(_NO_SEPARATORS)):
                 kinds.append("payment_card")
                 pieces += [text[kept:start], "[REDACTED:payment_card]"]
@@ -77,3 +78,9 @@ def _card_like(candidate: str) -> bool:
         return True
     groups = tuple(len(g) for g in candidate.split(used.pop()))
     return (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or groups in _CARD_GROUPINGS
+
+
+def _western(candidate: str) -> str:
+    """``candidate`` with its digits of any script (Arabic-Indic, Devanagari, ...) written 0-9: a card
+    number is the same number in any of them, and NFKC leaves them as they are."""
+    return candidate if candidate.isascii() else "".join(str(int(c)) if c.isdecimal() else c for c in candidate)
