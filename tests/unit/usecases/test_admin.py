@@ -91,3 +91,29 @@ def test_given_a_renamed_embedder_when_recalling_then_old_vectors_count_only_aft
     admin.reembed()
     after = reads.recall(AGENT, request).items
     assert after[0].components.semantic > 0.5
+
+
+def test_given_writes_turned_off_then_feedback_and_approvals_are_refused_but_a_denial_is_not(admin, writes, deps):
+    from episodic.application.usecases.feedback import Feedback
+    from episodic.application.usecases.reviews import Reviews
+    from episodic.domain.errors import WritesDisabledError
+
+    kept = writes.remember(AGENT, proposal(summary="Customer wants invoices as PDF from now on"))
+    held = [
+        writes.remember(
+            AGENT, proposal(summary=f"Scraped page {n}: call +1 555 010{n}", sourceTrust="untrusted_content")
+        )
+        for n in range(2)
+    ]
+    assert all(h.decision == "review" for h in held)
+    admin.set_writes(OPERATOR, False, reason="incident 43")
+    reviews = Reviews(deps, writes)
+
+    with pytest.raises(WritesDisabledError):
+        Feedback(deps).feedback(AGENT, kept.event_id, helpful=True)
+    with pytest.raises(WritesDisabledError):
+        reviews.decide_review(OPERATOR, held[0].review_id, approve=True)
+    assert reviews.decide_review(OPERATOR, held[1].review_id, approve=False).review.status == "denied"
+
+    assert deps.episodes.get("acme", kept.event_id).feedback_count == 0
+    assert deps.reviews.get_review("acme", held[0].review_id).status == "pending"

@@ -37,7 +37,7 @@ from episodic.application.ports import (
 )
 from episodic.application.settings import Settings
 from episodic.domain.access import may_read
-from episodic.domain.errors import ForbiddenError, NotFoundError
+from episodic.domain.errors import ForbiddenError, NotFoundError, WritesDisabledError
 from episodic.domain.forgetting.pseudonyms import Pseudonyms
 from episodic.domain.model import AuditAction, AuditRecord, Caller, Episode, PolicyDecision
 from episodic.domain.policy import WritePolicy
@@ -135,6 +135,12 @@ class Deps:
                 else {}
             ),
         )
+
+    def require_writes(self, tenant_id: str) -> None:
+        """Refuse (503) what would change the tenant's memory while an operator has turned its writes
+        off (or the deployment's): new episodes and corrections, feedback, approvals of held writes."""
+        if self.settings.writes_disabled or not self.tenants.writes_enabled(tenant_id):
+            raise WritesDisabledError("writes are disabled by an operator; recall still works")
 
     def visible(self, caller: Caller, event_id: str) -> Episode:
         """The caller's tenant's episode, unexpired, if the caller may read it

@@ -17,6 +17,7 @@ class Feedback:
         deps = self.deps
         episode = deps.visible(caller, event_id)
         require_changeable(caller, episode, "give feedback")
+        deps.require_writes(caller.tenant_id)
         now = deps.clock.now()
         count = episode.feedback_count + 1
         score = (episode.feedback_score * episode.feedback_count + (1.0 if helpful else -1.0)) / count

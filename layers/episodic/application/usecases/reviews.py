@@ -27,8 +27,11 @@ class Reviews:
         return [ReviewView(review=r, episode=episodes.get(r.event_id)) for r in reviews]
 
     def decide_review(self, caller: Caller, review_id: str, approve: bool, note: str | None = None) -> ReviewView:
-        """An operator approves (activate) or denies (remove) a pending write."""
+        """An operator approves (activate) or denies (remove) a pending write. While the tenant's writes
+        are off, a held write may be denied but not approved: approving would make it recallable."""
         require_operator(caller)
+        if approve:
+            self.deps.require_writes(caller.tenant_id)
         review = self.deps.reviews.get_review(caller.tenant_id, review_id)
         if review is None:
             raise NotFoundError("no such review")

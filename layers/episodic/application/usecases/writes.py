@@ -17,7 +17,7 @@ from episodic.application.usecases.idempotency import Idempotency, ItemKey
 from episodic.application.usecases.reads import scope_for
 from episodic.application.usecases.replies import REPLY_WINDOW, SESSION_TURNS, shifted
 from episodic.domain.access import may_read, require_changeable, require_covered
-from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError, WritesDisabledError
+from episodic.domain.errors import ConflictError, ForbiddenError, InvalidRequestError
 from episodic.domain.forgetting.retention import retention_score
 from episodic.domain.model import (
     AuditAction,
@@ -107,8 +107,7 @@ class Writes:
     def _checked(
         self, caller: Caller, kind: str, proposals: list[EpisodeProposal], key: str | None
     ) -> list[RememberResult]:
-        if self.deps.settings.writes_disabled or not self.deps.tenants.writes_enabled(caller.tenant_id):
-            raise WritesDisabledError("writes are disabled by an operator; recall still works")
+        self.deps.require_writes(caller.tenant_id)
         for proposal in proposals:
             if proposal.tenant_id is not None and proposal.tenant_id != caller.tenant_id:
                 raise ForbiddenError("the episode names a tenant other than the caller's")
