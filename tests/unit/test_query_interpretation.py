@@ -70,6 +70,8 @@ def test_given_the_best_answers_when_widening_then_only_names_the_query_lacks_ar
     # "Signed" and "Dana said" open sentences or are actors; "Half Marathon" is asked already.
     assert names == ["Clyde Riverside", "Kirsty", "Ewan", "Glasgow"]
     assert widening_names("anything", [], []) == []
+    # what redaction left in place of a secret names nothing (it would pull in every redacted item)
+    assert widening_names("card trouble", ["Paid with [REDACTED:payment_card] at Tesco"], []) == ["Tesco"]
 
 
 @pytest.mark.parametrize(

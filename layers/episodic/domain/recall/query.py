@@ -160,7 +160,7 @@ _FILLER = frozenset(
     could may might must what which who whom whose when where why how any anything something everything
     all some there here this that these those it its i me my we us our you your he him his she her they
     them their happen happens happened happening going go went up new news tell show list give find
-    recall remember events event things thing stuff
+    recall remember events event things thing stuff redacted
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 """Words that ask but name nothing: a query made of these and a time phrase asks for the window."""
