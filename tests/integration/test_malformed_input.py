@@ -133,7 +133,12 @@ def test_given_a_body_that_is_not_json_when_sent_then_it_is_415(wired, content_t
 
 @pytest.mark.parametrize(
     "content_type",
-    ["application/json; charset=utf-8", "Application/JSON", "APPLICATION/JSON; Charset=UTF-8", "application/problem+json"],
+    [
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "APPLICATION/JSON; Charset=UTF-8",
+        "application/problem+json",
+    ],
 )
 def test_given_a_json_body_with_a_charset_or_in_capitals_when_sent_then_it_is_accepted(wired, content_type):
     assert call("POST", "/v1/episodes", EPISODE, content_type=content_type)["statusCode"] == 201
