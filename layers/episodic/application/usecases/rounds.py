@@ -242,8 +242,8 @@ class SearchRounds:
         vector = resolved(pending)
         meaning = cast(SearchesApart, index)
         together = toward is None or toward.ready()  # else the question's meaning is searched while the names' embed
-        names_vector = resolved(toward) if together else None
-        lean = None if vector is None or names_vector is None else Leaning(0, names_vector, NAMES_WEIGHT)
+        direction = resolved(toward) if together else None  # the names' vector
+        lean = None if vector is None or direction is None else Leaning(0, direction, NAMES_WEIGHT)
         by_meaning = self._by_meaning(meaning, [vector, lean], placement)
         first = merged(words, by_meaning[0])
         if not together:
