@@ -279,11 +279,12 @@ LABELLED_TEST_SETS = {
     "german": "conversations_de/test",
     "support": "domains/support",
     "incidents": "domains/incidents",
+    "texting": "conversations_texting",
 }
 """The labelled sets beside the English conversations that nothing was tuned on, by the prefix of
 their metrics (``spanish_recall_at_10``, ...), with their folders under the evaluation suite: the
 Spanish and German chats' test splits, support tickets with tool results, an incident log with
-handoffs."""
+handoffs, and two chats by text message written blind (``texting``)."""
 
 LONG_TEST_SETS = {"long_conversation": "conversations/test"}
 """Sets measured as one long conversation (:func:`merged`), by the prefix of their metrics: the
