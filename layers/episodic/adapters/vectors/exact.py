@@ -44,11 +44,13 @@ class Mix:
     weight: float
     cosines: np.ndarray | None = None
 
+    def length(self, queries: list[np.ndarray]) -> np.float32:
+        """The length of ``base + weight * toward`` (1 for a sum of nothing), which makes it unit."""
+        return np.float32(np.linalg.norm(queries[self.base] + np.float32(self.weight) * self.toward)) or np.float32(1)
+
     def vector(self, queries: list[np.ndarray]) -> np.ndarray:
         """The query itself (for a search that cannot score it from cosines)."""
-        summed = queries[self.base] + np.float32(self.weight) * self.toward
-        norm = np.float32(np.linalg.norm(summed))
-        return summed / norm if norm else summed
+        return (queries[self.base] + np.float32(self.weight) * self.toward) / self.length(queries)
 
 
 def present(sorted_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -89,9 +91,8 @@ def exact(
             scored.append(next(measured))
             continue
         own = query.cosines if query.cosines is not None else cosines(vectors, positions, [query.toward])[0]
-        weight = np.float32(query.weight)
-        length = np.float32(np.linalg.norm(cast(np.ndarray, queries[query.base]) + weight * query.toward))
-        scored.append((scored[query.base] + weight * own) / (length or np.float32(1.0)))
+        length = query.length(cast(list[np.ndarray], queries))  # its base is a plain query
+        scored.append((scored[query.base] + np.float32(query.weight) * own) / length)
     tops = []
     for sims in scored:
         top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))

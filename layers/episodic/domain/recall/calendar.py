@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import calendar
 from datetime import datetime, timedelta
+from typing import cast
 
 from episodic.domain import linear
 from episodic.domain.linear import Match
@@ -201,15 +202,10 @@ def _date(match: Match, now: datetime) -> tuple[datetime, datetime]:
 
 def _week_of_date(match: Match, now: datetime) -> tuple[datetime, datetime]:
     """ "the week of November 3", "week of 3 Nov 2025", "the week of 2026-11-03": Monday to Sunday
-    of the week that holds the date."""
-    _, day, month_name, month_first, day_second, written, _, *iso = match.groups()
-    if iso[0] is not None:
-        start = _iso_day([int(part) for part in iso], now)
-    else:
-        month = MONTHS[month_name or month_first]
-        start, _ = month_days(
-            month_year(month, written, now), month, int(day or day_second), int(day or day_second), now
-        )
+    of the week that holds the date (read as :func:`_iso_date` or :func:`_date` read it alone)."""
+    phrase = match.group(0)
+    iso = _ISO_DATE.search(phrase)
+    start, _ = _iso_date(iso, now) if iso is not None else _date(cast(Match, _DATE.search(phrase)), now)
     monday = start - timedelta(days=start.weekday())
     return monday, monday + timedelta(days=7)
 

@@ -44,10 +44,9 @@ def _as_json(event: dict[str, Any]) -> dict[str, Any]:
         return event
     headers = {k: v for k, v in event["headers"].items() if k.lower() != "content-type"}
     multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
-    json_type = {"Content-Type": "application/json"}
     return {
         **event,
-        "headers": {**headers, **json_type},
+        "headers": {**headers, "Content-Type": "application/json"},
         "multiValueHeaders": {**multi, "Content-Type": ["application/json"]},
     }
 
