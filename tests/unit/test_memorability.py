@@ -12,7 +12,7 @@ import pytest
 
 from episodic.domain.model import Caller, EpisodeProposal, PrivacyClass, Role
 from episodic.domain.policy import WritePolicy, memorability, replied_turn
-from episodic.domain.policy.chatter import default_classifier
+from episodic.domain.policy.chatter import ChatterClassifier, default_classifier
 from episodic.domain.policy.sensitivity import disclosures
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -411,3 +411,32 @@ def test_given_turns_that_open_in_ing_written_blind_then_news_is_kept_and_small_
     assert len(facts_seen) == facts and len(chatter_seen) == chatter
     assert sum(facts_seen) >= facts_kept
     assert sum(chatter_seen) <= chatter_kept
+
+
+CALLS_ALL_CHATTER = ChatterClassifier({"bias": 10.0})
+"""Test double: a chatter classifier that calls every sentence it is asked about chatter, so only the
+rules around it can keep a turn."""
+
+
+def test_given_news_in_bursts_when_judged_then_the_turn_is_read_together_and_kept() -> None:
+    verdicts = memorability.judge("PASSED!! Friday! Second attempt, on parking", CALLS_ALL_CHATTER)
+    assert [v.verdict for v in verdicts] == ["chatter", "chatter", "memorable"]
+    assert verdicts[2].why == "together"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ha. Right. Whatever gives you a bit of peace, honestly.",  # said to the listener
+        "Qué bonito. Besos para todos. Mañana hablamos",  # no English: its pleasantries are no content here
+        "Kez!! Miss you loads. Call me later x",
+        "Lovely. Which beach was it? Was the water warm enough?",  # questions
+    ],
+)
+def test_given_small_talk_in_bursts_when_judged_then_it_stays_chatter(text: str) -> None:
+    assert not memorability.memorable(memorability.judge(text, CALLS_ALL_CHATTER))
+
+
+def test_given_a_reply_in_two_short_sentences_when_decided_then_it_is_kept() -> None:
+    decision, _ = WritePolicy().decide(turn("Everything except olives. He's very fussy about the olives"), AGENT, NOW)
+    assert decision.decision == "allow"

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 # patterns and the sentence judge: a Lambda cold start that only recalls does not compile them
 # (a sizeable part of the API's import). ``WritePolicy.warm_up`` pays for all of them early.
 
-POLICY_VERSION = "2026-12-07.1"
+POLICY_VERSION = "2026-12-08.1"
 """The policy's version, recorded with every decision and audit record: it changes whenever a
 rule changes what the policy decides. What each version changed is in docs/policy.md."""
 

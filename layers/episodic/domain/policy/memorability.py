@@ -24,6 +24,16 @@ from episodic.domain import linear
 from episodic.domain.policy.chatter import ChatterClassifier
 from episodic.domain.policy.ongoing import doing
 from episodic.domain.policy.sensitivity import disclosures
+from episodic.domain.policy.vocabulary import (
+    CONVERSATION_WORDS,
+    ENGLISH_WORDS,
+    GREETINGS,
+    LIFE_EVENTS,
+    NOT_EVENTS,
+    NOT_NAMES,
+    PLEASANTRY_AFTER,
+    PLEASANTRY_WORDS,
+)
 
 _SENTENCE_END = linear.compile(
     r"(?P<stop>[.!?…])[\"')\]]*\s+|\n+|\s+[-\x{2013}\x{2014}]\s+|;\s+|(?P<paren>\))\s+(?P<capital>[A-Z])"
@@ -114,60 +124,9 @@ _PAST_EVENT = linear.compile(
 )
 """A verb in the past tense, irregular or regular ("Sold the car", "Dad retired"): something
 happened. Matched on lower-cased content words only, so pleasantries ("missed", "excited") and
-the words of :data:`_NOT_EVENTS` never count."""
-_NOT_EVENTS = frozenset(
-    """
-    tired bored blessed obsessed pleased thrilled relieved delighted stoked chuffed amazed impressed
-    shocked confused annoyed interested worried scared stressed surprised touched honoured honored cursed
-    thanked greeted waved apologized apologised acknowledged replied responded answered asked sent
-    exchanged consisted contained expressed opened checked popped waited signed chatted laughed joked
-    smiled texted messaged wished complimented congratulated
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-"""Past forms that say how someone feels ("thrilled") or narrate the conversation itself ("User
-thanked the assistant", "Exchanged pleasantries"), not something that happened in a life."""
-_CONVERSATION_WORDS = frozenset(
-    """
-    user users customer customers assistant agent lead greeting greetings pleasantries response reply
-    replies message messages chat conversation session emoji thumbs requests request tasks start
-    inconvenience everyone everybody someone nothing
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-"""Words of a sentence about the conversation rather than about the world: a past verb among
-only these ("Customer opened the chat") is no event."""
-_LIFE_EVENTS = frozenset(
-    """
-    engaged married pregnant expecting promoted retired graduated divorced separated hired fired
-    adopted born died widowed evicted
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-"""Words that are a life event on their own ("We're expecting!", "I'm engaged!")."""
+the words of :data:`NOT_EVENTS` never count."""
 _FIRST_PERSON = linear.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", ignore_case=True)
 
-PLEASANTRY_WORDS = frozenset(
-    """
-    hi hey hello hiya yo howdy heya morning evening afternoon night goodnight gn gm bye goodbye cya
-    later soon talk ttyl xx x xo xoxo thanks thank thx ty cheers appreciate appreciated welcome np
-    problem ok okay k kk sure yes yeah yep yup ya no nope nah right alright fine cool nice great good
-    awesome amazing lovely wonderful fantastic brilliant perfect sweet wow omg oh ah aw aww ooh oof ugh
-    hmm haha hahaha lol lmao rofl hehe ha yay woo woohoo sorry miss missed long time see hear how what
-    hows whats how's what's going up new doing been you your u ur doin are is it was all well too so
-    very really much just totally absolutely definitely indeed same love glad happy sounds sound
-    like hope day weekend week care take have a the an and to of for with that this there here i me my
-    we our it its in on at be do did does can could would will that's it's there's i'm you're we're
-    they're he's she's don't can't won't didn't isn't wasn't i'll you'll we'll let's he she they them
-    him her his their anyway honestly seriously literally sending strength hugs proud crying cry
-    laughing dying dead mad crazy insane iconic legend bless poor god gosh jeez fair true deal luck
-    congrats congratulations jealous envious relief please rush worries worry stop typical ideas idea
-    update news tell told say said know think guess mean feel feeling keep let go going off back
-    out about then now still ever never again more wait enjoy fun funny cute exciting excited tired busy
-    whole bit lot lots some any thing things whatever yikes eek hooray bravo fingers crossed
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-"""Words a pleasantry is made of; a sentence made only of these (and names) says nothing."""
-
-_PLEASANTRY_AFTER = {"course": "of"}
-"""Words that are a pleasantry only after another ("of course"), not alone ("the course")."""
 
 MIN_CONTENT_WORDS = 2
 """Content words (outside the pleasantry vocabulary) a sentence needs before it can be a fact."""
@@ -219,6 +178,8 @@ def judge(text: str, classifier: ChatterClassifier, answering: str | None = None
     sentence that names anything and asks nothing itself is the answer, and memorable."""
     parts = sentences(text)
     verdicts = [_judge_sentence(i, sentence, classifier) for i, sentence in enumerate(parts)]
+    if not memorable(verdicts):
+        _read_together(parts, verdicts)
     if answering is None or memorable(verdicts) or not _asks_about_something(answering):
         return verdicts
     for i, sentence in enumerate(parts):
@@ -226,6 +187,31 @@ def judge(text: str, classifier: ChatterClassifier, answering: str | None = None
             verdicts[i] = SentenceVerdict(i, "memorable", "answer")
             break
     return verdicts
+
+
+def _read_together(parts: list[str], verdicts: list[SentenceVerdict]) -> None:
+    """News told in bursts ("PASSED!!!!! Yesterday! One minor, for hesitating at a junction", "She
+    is. Ex-army. She calls roundabouts 'the enemy'") is chatter sentence by sentence and a fact as a
+    whole: when the English statements of a turn -- not its questions, not what it says to or about
+    the listener ("Whatever gives you a bit of peace") -- hold :data:`SUBSTANTIAL_CONTENT_WORDS`
+    content words between them, the one holding most is memorable, marked ``together``. English
+    only: the pleasantry vocabulary is English, so another language's pleasantries would count as
+    content ("Te amo. Cinco meses y ya")."""
+    told = [(i, sentence) for i, sentence in enumerate(parts) if not _english(_ADDRESSED, sentence)]
+    if not any(ENGLISH_WORDS.intersection(w.lower() for w in _words_of(sentence)) for _, sentence in told):
+        return
+    counted = [(len(_content(sentence)), i) for i, sentence in told]
+    if sum(count for count, _ in counted) >= SUBSTANTIAL_CONTENT_WORDS:
+        _, most = max(counted, key=lambda entry: (entry[0], -entry[1]))
+        verdicts[most] = SentenceVerdict(most, "memorable", "together")
+
+
+def _content(sentence: str) -> list[str]:
+    """The words of ``sentence`` outside the pleasantry vocabulary that name no one addressed."""
+    if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
+        sentence = sentence.capitalize()
+    words = _words_of(sentence)
+    return [w for i, w in enumerate(words) if not _is_pleasantry(i, words) and not _is_vocative(i, words)]
 
 
 def _asks_about_something(turn: str) -> bool:
@@ -250,7 +236,7 @@ def _judge_sentence(index: int, sentence: str, classifier: ChatterClassifier) ->
     if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
         sentence = sentence.capitalize()
     words = _words_of(sentence)
-    content = [w for i, w in enumerate(words) if not _is_pleasantry(i, words) and not _is_vocative(i, words)]
+    content = _content(sentence)
     if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
         if not content:
             return SentenceVerdict(index, "chatter", "pleasantry")
@@ -309,7 +295,7 @@ def _ongoing(sentence: str, content: list[str]) -> bool:
 def _request_object(content: list[str]) -> list[str]:
     """The content words of a request that name what it is about: not the verb, not a name (the
     one asking), not the conversation's own words."""
-    return [w for w in content if w.lower() not in _REQUEST_VERBS | _CONVERSATION_WORDS and not w[:1].isupper()]
+    return [w for w in content if w.lower() not in _REQUEST_VERBS | CONVERSATION_WORDS and not w[:1].isupper()]
 
 
 _ADDRESSED = linear.compile(r"\?\W*$|\b(?:you|you've|you'll|you're|you'd|your|ya|u|ur)\b", ignore_case=True)
@@ -323,18 +309,8 @@ def _past_event(sentence: str, content: list[str]) -> bool:
     if _english(_ADDRESSED, sentence):
         return False
     lowered = [w.lower() for w in content]
-    verbs = [w for w in lowered if w not in _NOT_EVENTS and _PAST_EVENT.fullmatch(w)]
-    return bool(verbs) and any(w not in _CONVERSATION_WORDS and w != verbs[0] for w in lowered)
-
-
-_NOT_NAMES = frozenset(
-    """
-    who where when why which what how here there this that it he she one let everyone everybody
-    someone somebody anyone anybody nobody mine yours
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-"""Words that take a possessive 's at the start of a sentence without naming anyone ("Who's in?");
-"Today's" and the like never get here: a time is a mark of its own, checked first."""
+    verbs = [w for w in lowered if w not in NOT_EVENTS and _PAST_EVENT.fullmatch(w)]
+    return bool(verbs) and any(w not in CONVERSATION_WORDS and w != verbs[0] for w in lowered)
 
 
 _POSSESSIVE_OPENING = linear.compile(r"^\W*([A-Z\x{C0}-\x{DE}][A-Za-z\x{C0}-\x{FF}-]*)['\x{2019}]s\b")
@@ -346,7 +322,7 @@ def _possessive_name(sentence: str) -> bool:
     the start is no sign of a name, but the possessive form of a word that is not a pronoun or a
     question word is."""
     opening = _POSSESSIVE_OPENING.match(sentence)
-    return opening is not None and opening.group(1).lower() not in _NOT_NAMES
+    return opening is not None and opening.group(1).lower() not in NOT_NAMES
 
 
 def _short_personal_fact(sentence: str, words: list[str]) -> str:
@@ -362,25 +338,26 @@ def _short_personal_fact(sentence: str, words: list[str]) -> str:
         return "relation"
     if _english(_ADDRESSED, sentence):  # asking the listener, or about them, tells nothing new
         return ""
-    if any(w.lower() in _LIFE_EVENTS for w in words):
+    if any(w.lower() in LIFE_EVENTS for w in words):
         return "event"
     return "disclosure" if disclosures(sentence) else ""
-
-
-_GREETINGS = frozenset(["hi", "hey", "hello", "hiya", "heya", "morning", "evening", "night", "thanks", "thank"])
 
 
 def _is_pleasantry(position: int, words: list[str]) -> bool:
     word = words[position].lower()
     if word in PLEASANTRY_WORDS:
         return True
-    before = _PLEASANTRY_AFTER.get(word)
+    before = PLEASANTRY_AFTER.get(word)
     return before is not None and position > 0 and words[position - 1].lower() == before
 
 
 def _is_vocative(position: int, words: list[str]) -> bool:
     """A capitalised word right after a greeting ("Hey Tom", "Thanks Priya") or alone ("Kez!!")
-    names who is addressed, not a fact."""
+    names who is addressed, not a fact; a time or a past event alone ("Yesterday!", "PASSED!!") names
+    no one."""
     if not words[position][:1].isupper():
         return False
-    return len(words) == 1 or (position > 0 and words[position - 1].lower() in _GREETINGS)
+    if len(words) == 1:
+        lowered = words[0].lower()
+        return not (_english(_TIME, lowered) or lowered in LIFE_EVENTS or _PAST_EVENT.fullmatch(lowered))
+    return position > 0 and words[position - 1].lower() in GREETINGS
