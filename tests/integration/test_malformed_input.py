@@ -142,3 +142,49 @@ def test_given_a_body_that_is_not_json_when_sent_then_it_is_415(wired, content_t
 )
 def test_given_a_json_body_with_a_charset_or_in_capitals_when_sent_then_it_is_accepted(wired, content_type):
     assert call("POST", "/v1/episodes", EPISODE, content_type=content_type)["statusCode"] == 201
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        pytest.param("/v1/recall", {"query": "invoices", "limit": True}, id="limit-true"),
+        pytest.param("/v1/recall", {"query": "invoices", "limit": "5"}, id="limit-string"),
+        pytest.param("/v1/recall", {"query": "invoices", "neighbours": 1.0}, id="neighbours-float"),
+        pytest.param("/v1/recall", {"query": "invoices", "widen": 0}, id="widen-zero"),
+        pytest.param("/v1/recall", {"query": "invoices", "countAccess": "false"}, id="count-access-string"),
+        pytest.param("/v1/episodes", {**EPISODE, "importance": "0.9"}, id="importance-string"),
+        pytest.param("/v1/episodes", {**EPISODE, "importance": True}, id="importance-true"),
+        pytest.param("/v1/episodes", {**EPISODE, "success": "yes"}, id="success-string"),
+        pytest.param("/v1/episodes", {**EPISODE, "durationMs": 5.5}, id="duration-float"),
+        pytest.param("/v1/episodes", {**EPISODE, "retention": {"deleteOnRequest": 0}}, id="delete-on-request-zero"),
+        pytest.param("/v1/episodes", {**EPISODE, "consent": {"required": "no"}}, id="consent-string"),
+    ],
+)
+def test_given_a_value_of_another_json_type_when_sent_then_it_is_422_not_read_as_another(wired, path, body):
+    """JSON's types are kept: ``true`` is no number, ``"5"`` and ``5.5`` no integer, ``0`` no boolean."""
+    response = call("POST", path, body)
+    assert response["statusCode"] == 422, response
+    assert wired.deps.episodes.count("acme") == 0
+
+
+def test_given_a_feedback_vote_that_is_no_boolean_when_sent_then_it_is_422(wired):
+    event_id = json.loads(call("POST", "/v1/episodes", EPISODE)["body"])["eventId"]
+    response = call("POST", f"/v1/episodes/{event_id}/feedback", {"helpful": 1})
+    assert response["statusCode"] == 422, response
+    assert wired.deps.episodes.get("acme", event_id).feedback_count == 0
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "GZIP"])
+def test_given_a_compressed_body_when_sent_then_it_is_415(wired, encoding):
+    event = build_event("POST", "/v1/episodes", {"Content-Type": "application/json", "Content-Encoding": encoding},
+                        json.dumps(EPISODE), AGENT)  # fmt: skip
+    response = api.handler(event, LocalLambdaContext(aws_request_id="test"))
+    assert response["statusCode"] == 415
+    assert "uncompressed" in json.loads(response["body"])["message"]
+    assert wired.deps.episodes.count("acme") == 0
+
+
+def test_given_an_identity_encoding_when_sent_then_the_body_is_read(wired):
+    event = build_event("POST", "/v1/episodes", {"Content-Type": "application/json", "Content-Encoding": "identity"},
+                        json.dumps(EPISODE), AGENT)  # fmt: skip
+    assert api.handler(event, LocalLambdaContext(aws_request_id="test"))["statusCode"] == 201

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from episodic.domain.model.episode import CamelModel, Decision, Id, PrivacyClass, UtcDatetime
 from episodic.domain.model.messages import SentenceJudgement
@@ -44,7 +44,7 @@ class Turn(CamelModel):
 
 class TurnsRequest(CamelModel):
     turns: Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)]
-    end_session: bool = Field(default=False, description="Write the session's handoff summary after these turns")
+    end_session: StrictBool = Field(default=False, description="Write the session's handoff summary after these turns")
     project_id: Id | None = None
 
 

@@ -28,6 +28,9 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    Strict,
+    StrictBool,
+    StrictInt,
     field_validator,
     model_validator,
 )
@@ -156,12 +159,12 @@ class Decision(StrEnum):
 
 class Retention(CamelModel):
     expires_at: UtcDatetime | None = None
-    delete_on_request: bool = True
+    delete_on_request: StrictBool = True
 
 
 class Consent(CamelModel):
-    required: bool = False
-    granted: bool = False
+    required: StrictBool = False
+    granted: StrictBool = False
     consent_ref: Ref | None = None
 
 
@@ -212,7 +215,7 @@ class DecisionNote(CamelModel):
     """A decision the agent or a human took, with how sure they were."""
 
     action: Annotated[str, Field(min_length=1, max_length=500)]
-    confidence: Annotated[float, Field(ge=0.0, le=1.0)]
+    confidence: Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
     rationale: Annotated[str, Field(max_length=2000)] | None = None
 
 
@@ -236,10 +239,10 @@ class _EpisodeContent(CamelModel):
     )
     decisions: Annotated[list[DecisionNote], Field(max_length=20)] = []
     outcome: Annotated[str, Field(max_length=2000)] | None = None
-    success: bool | None = None
-    duration_ms: Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)] | None = None
+    success: StrictBool | None = None
+    duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)] | None = None
     confidence: Confidence = Confidence.MEDIUM
-    importance: Annotated[float, Field(ge=0.0, le=1.0)] = Field(
+    importance: Annotated[float, Strict(), Field(ge=0.0, le=1.0)] = Field(
         default=0.5, description="0 to 1: weighs in ranking and in how long it is kept"
     )
     proposed_by: ProposedBy = ProposedBy.MODEL

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Literal, Protocol
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator
 
 from episodic.domain.model.episode import (
     CamelModel,
@@ -180,24 +180,24 @@ class RecallRequest(CamelModel):
     statuses: list[Status] = Field(
         default=[Status.ACTIVE], description="Which states to search (superseded and archived on request)"
     )
-    limit: Annotated[int, Field(ge=1, le=100)] = Field(default=10, description="At most this many items")
-    neighbours: Annotated[int, Field(ge=0, le=3)] = Field(
+    limit: Annotated[StrictInt, Field(ge=1, le=100)] = Field(default=10, description="At most this many items")
+    neighbours: Annotated[StrictInt, Field(ge=0, le=3)] = Field(
         default=1,
         description="For a recalled conversation turn, how many turns before and after it in the same "
         "session to attach as context (0 to turn off).",
     )
-    interpret: bool = Field(
+    interpret: StrictBool = Field(
         default=True,
         description="Read time phrases ('last week', 'in October') in the query as a time window when no "
         "occurredAfter/occurredBefore is given.",
     )
-    widen: bool = Field(
+    widen: StrictBool = Field(
         default=True,
         description="A second round for questions whose answer needs more than one fact: the names the "
         "three best items mention (people, places, things the query does not name) are added to the query "
         "and each item's relevance is the mean of both rounds (shown as components.widened).",
     )
-    count_access: bool = Field(
+    count_access: StrictBool = Field(
         default=True,
         description="Whether serving these items counts as their use (accessCount, lastAccessedAt), which "
         "slows their relevance decay. The operator console's search passes false: looking at memories is "

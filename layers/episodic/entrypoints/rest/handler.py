@@ -18,12 +18,17 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     """The API speaks JSON only: a body in any other media type (a form, a multipart upload with
     or without its boundary, JSON in a charset other than UTF-8), or a write that declares one even
-    with an empty body, is refused with 415 before anything tries to parse it. No ``Content-Type``
-    reads as JSON; media types are read in any case."""
+    with an empty body, is refused with 415 before anything tries to parse it, as is a body sent
+    with a ``Content-Encoding`` (gzip, say: nothing here inflates one). No ``Content-Type`` reads as
+    JSON; media types are read in any case."""
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     declared = str(event.get("httpMethod") or "").upper() in WRITE_METHODS and headers.get("content-type")
     if not event.get("body") and not declared:
         return None
+    encoding = str(headers.get("content-encoding") or "identity").strip().lower()
+    if encoding != "identity":  # a compressed body read as JSON would be refused as unreadable, or worse
+        body = {"error": "unsupported_media_type", "message": "request bodies must be sent uncompressed"}
+        return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
     media_type, *parameters = str(headers.get("content-type") or "application/json").lower().split(";")
     charsets = {
         value.strip().strip('"')

@@ -211,7 +211,7 @@ def post_erasure(request: Annotated[ActorErasureRequest, Body()]) -> ErasureResu
 
 
 class FeedbackRequest(CamelModel):
-    helpful: bool
+    helpful: StrictBool
     note: Annotated[str, Field(max_length=2000)] | None = None
 
 
