@@ -2,8 +2,9 @@
 """Find and redact secrets and payment data before anything is stored.
 
 Credentials and card numbers must never reach the timeline, the index, the archive or
-the audit log in clear. Detection is deliberately conservative on card numbers (a digit
-run must pass the Luhn check, as every issuer's PAN does) and broad on credentials
+the audit log in clear, nor bank account and Social Security numbers (:mod:`.accounts`).
+Detection is deliberately conservative on card numbers (a digit run must pass the Luhn
+check, as every issuer's PAN does) and broad on credentials
 (well-known token prefixes, private-key blocks, and ``password: ...``-style pairs).
 Token formats follow the issuers' public documentation (AWS access key ids start with
 AKIA/ASIA; GitHub tokens with ghp_/gho_/ghu_/ghs_/ghr_/github_pat_; Slack tokens with
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from episodic.domain import linear
 from episodic.domain.linear import Match
+from episodic.domain.policy.accounts import SCREENS as ACCOUNT_SCREENS
+from episodic.domain.policy.accounts import redact_accounts
 from episodic.domain.policy.cards import DIGIT_RUN, redact_cards
 
 _EDGE_BEFORE = r"(?:^|[^A-Za-z0-9])"
@@ -128,6 +131,7 @@ _KEY_WORD = linear.compile(r"[A-Z]+[a-z]*|[a-z]+|\d+")
 _SCREEN = linear.any_of(
     [
         DIGIT_RUN,
+        *ACCOUNT_SCREENS,
         *(pattern for _, pattern in _PATTERNS),
         _STRONG_PAIR,
         _WEAK_PAIR,
@@ -165,7 +169,7 @@ def _screened(text: str) -> str:
 def _redacted(text: str) -> Redacted:
     """What :func:`redact` answers, every step run."""
     kinds: list[str] = []
-    text = redact_cards(text, kinds)
+    text = redact_cards(redact_accounts(text, kinds), kinds)  # an IBAN's digits can pass for a card's
     any_token = _ANY_TOKEN.search(text) is not None
     for kind, pattern in _PATTERNS:
         if not any_token and kind not in _READ_AS_ENGLISH:
