@@ -256,6 +256,8 @@ def test_given_bad_input_or_a_vanished_episode_when_asked_then_the_status_says_w
     page.fill("#filters input[name=actorId]", "sam")
     page.click("#filters button[type=submit]")
     page.wait_for_selector(f"#episodes tr[data-event-id='{ids['doomed']}']")
+    page.wait_for_selector("#status:not(.error)")  # the search worked: the error before it is gone
+    assert "actorId" not in page.text_content("#status")
     with Client(served, AGENT) as agent:
         agent.erase(ids["doomed"])
     page.click(f"#episodes tr[data-event-id='{ids['doomed']}']")

@@ -294,6 +294,7 @@ async function listEpisodes(f, more, current) {
   $("#actor-actions").hidden = !f.actorId;
   $("#erase-actor").textContent = `Erase everything of actor “${f.actorId}”…`;
   if (!more) $("#detail").hidden = true;
+  if ($("#status").className === "error") say("");  // what went wrong before no longer holds
 }
 
 function field(label, value) {
