@@ -61,6 +61,22 @@ def test_given_the_end_of_a_session_when_closed_then_a_handoff_summary_cites_the
     assert "Thanks" not in digest["summary"] and "Hey John" not in digest["summary"]
 
 
+def test_given_turns_of_one_long_sentence_when_the_session_closes_then_the_handoff_is_cut_to_fit(api: Api) -> None:
+    """Two turns of ~3,100 characters each, one sentence apiece: a handoff repeating both whole would
+    pass a summary's limit (the request answered 500 after storing the turns)."""
+    long_turns = [
+        turn(1, "sam", "Sam said that " + "the blue tram to the harbour was late again " * 70),
+        turn(2, "sam", "Sam also said that " + "the night bus to the airport skipped the stop " * 66),
+    ]
+    response = api.post("/v1/sessions/s9/turns", {"turns": long_turns, "endSession": True})
+    assert response.status_code == 200, response.text
+    handoff = response.json()["handoff"]
+    assert handoff["decision"] == "allow", handoff
+    digest = api.get(f"/v1/episodes/{handoff['eventId']}").json()
+    assert len(digest["summary"]) <= 4000 and digest["sourceTrust"] == "user_provided"
+    assert [line[:14] for line in digest["summary"].split("\n")] == ["Sam said that ", "Sam also said "]
+
+
 def test_given_a_sensitive_disclosure_when_added_then_it_is_kept_named_and_left_out_of_the_handoff(api: Api) -> None:
     text = "Can I tell you something? I was diagnosed with anxiety and started therapy on Tuesday."
     turns = [turn(1, "sam", text), turn(2, "sam", "Also I booked the Lisbon flights for the 14th of March.")]

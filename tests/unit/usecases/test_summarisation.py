@@ -14,7 +14,15 @@ from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.summarisation import SUMMARY_MAX_SOURCES, Summarisation
 from episodic.domain.digests.citations import cite
 from episodic.domain.errors import EpisodicError, InvalidRequestError
-from episodic.domain.model import Decision, EventType, PrivacyClass, ProposedBy, TimelineRequest
+from episodic.domain.model import (
+    SUMMARY_MAX_LENGTH,
+    Decision,
+    EventType,
+    PrivacyClass,
+    ProposedBy,
+    SourceTrust,
+    TimelineRequest,
+)
 from tests.support.factories import AGENT, proposal
 from tests.unit.usecases.doubles import ScriptedSummariserDouble
 
@@ -345,3 +353,31 @@ def test_given_a_digested_source_erased_when_summarised_again_then_what_remains_
     again = summarisation.summarise()[0]
     assert again.decision is Decision.ALLOW, again
     assert sorted(reads.get(AGENT, again.event_id).source_refs) == sorted(cite(i) for i in ids[1:])
+
+
+def test_given_long_sentences_when_summarised_then_the_digest_is_cut_to_fit_and_trusted_as_its_sources(
+    writes, summarisation, store, clock
+):
+    """Three chosen sentences of ~3,000 characters each would make a summary past its limit: each
+    is cut at a word to its share, and the digest is as trusted as the people who said it."""
+    stops = ["the harbour", "the station", "the market", "the museum", "the stadium", "the airport", "the depot"]
+    results = writes.remember_batch(
+        AGENT,
+        [
+            proposal(
+                actorId="cust-lea",
+                sourceTrust="user_provided",
+                summary=f"Lea reported that the tram to {stop} was late " + f"and the tram to {stop} was late " * 90,
+                occurredAt=(clock.now() - timedelta(hours=20) + timedelta(minutes=10 * n)).isoformat(),
+            )
+            for n, stop in enumerate(stops)
+        ],
+    )
+    assert all(r.decision is Decision.ALLOW for r in results), [r.reasons for r in results]
+    result = summarisation.summarise_actor("acme", "cust-lea", clock.now() - timedelta(hours=24), clock.now())
+    assert result.decision is Decision.ALLOW, result.reasons
+    digest = store.episodes.get("acme", result.event_id)
+    assert len(digest.summary) <= SUMMARY_MAX_LENGTH
+    lines = digest.summary.split("\n")
+    assert len(lines) == 3 and all(line.endswith("...") and line.startswith("Lea reported that") for line in lines)
+    assert digest.source_trust is SourceTrust.USER_PROVIDED

@@ -13,9 +13,10 @@ from episodic.application.usecases.erasure import Erasure
 from episodic.application.usecases.reads import Reads
 from episodic.application.usecases.writes import Writes
 from episodic.domain.digests.citations import cite
-from episodic.domain.digests.rules import digest_privacy, digestible
+from episodic.domain.digests.rules import digest_privacy, digest_trust, digestible, fitted
 from episodic.domain.errors import ConflictError, EpisodicError, IdempotencyConflictError, InvalidRequestError
 from episodic.domain.model import (
+    SUMMARY_MAX_LENGTH,
     BusyActor,
     Caller,
     Confidence,
@@ -28,7 +29,6 @@ from episodic.domain.model import (
     RememberResult,
     Retention,
     Role,
-    SourceTrust,
     Status,
     SystemActor,
     TimelineRequest,
@@ -143,10 +143,11 @@ class Summarisation:
         session_id: str | None = None,
         project_id: str | None = None,
     ) -> EpisodeProposal | None:
-        """A ``session_summary`` of ``sources`` (at most three lines) citing each of them, or None
-        when the summariser has nothing to say. It repeats its sources, so it is as private as
-        the most private of them and lives no longer than the first of them to expire."""
-        lines = self.summariser().summarise(sources, max_lines=3)[:3]
+        """A ``session_summary`` of ``sources`` (at most three lines, cut to fit a summary) citing
+        each of them, or None when the summariser has nothing to say. It repeats its sources, so it
+        is as private as the most private of them, as trusted as the least trusted, and lives no
+        longer than the first of them to expire."""
+        lines = fitted(self.summariser().summarise(sources, max_lines=3)[:3], SUMMARY_MAX_LENGTH)
         if not lines:
             return None
         expiries = [e.retention.expires_at for e in sources if e.retention.expires_at is not None]
@@ -158,7 +159,7 @@ class Summarisation:
             occurred_at=max(e.occurred_at for e in sources),
             summary="\n".join(lines),
             source_refs=[cite(e.event_id) for e in sources],
-            source_trust=SourceTrust.TOOL_RESULT,
+            source_trust=digest_trust(sources),
             proposed_by=ProposedBy.WORKFLOW,
             confidence=Confidence.MEDIUM,
             importance=max(e.importance for e in sources),

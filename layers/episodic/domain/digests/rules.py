@@ -15,11 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from episodic.domain.model import Episode, EventType, PrivacyClass
+from episodic.domain.model import Episode, EventType, PrivacyClass, SourceTrust
 from episodic.domain.policy import sensitivity
 
 DIGEST_PRIVACY_ORDER = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL, PrivacyClass.PRIVATE)
 """Privacy classes a digest may summarise, least private first."""
+TRUST_ORDER = (
+    SourceTrust.UNTRUSTED_CONTENT,
+    SourceTrust.USER_PROVIDED,
+    SourceTrust.TOOL_RESULT,
+    SourceTrust.APPROVED_SOURCE,
+    SourceTrust.OPERATOR_ENTERED,
+)
+"""Sources by how far they are trusted, least first."""
 
 
 def digestible(episode: Episode) -> bool:
@@ -32,3 +40,33 @@ def digestible(episode: Episode) -> bool:
 
 def digest_privacy(sources: Iterable[Episode]) -> PrivacyClass:
     return max((e.privacy_class for e in sources), key=DIGEST_PRIVACY_ORDER.index)
+
+
+def digest_trust(sources: Iterable[Episode]) -> SourceTrust:
+    """A digest repeats its sources' words, so it is trusted as the least trusted of them: a person's
+    words summarised by the workflow are still a person's words, not a tool's result."""
+    return min((e.source_trust for e in sources), key=TRUST_ORDER.index)
+
+
+def fitted(lines: list[str], limit: int) -> list[str]:
+    """``lines`` cut so that, joined by line breaks, they hold at most ``limit`` characters: the
+    shorter ones whole, each longer one cut at a word to an equal share of what the others leave,
+    ending in "..." (what is kept is still the source's own words, in order; not "…", which the write
+    policy's NFKC would make three characters)."""
+    kept = list(lines)
+    left = limit - max(len(lines) - 1, 0)
+    for done, i in enumerate(sorted(range(len(lines)), key=lambda i: len(lines[i]))):
+        share = left // (len(lines) - done)
+        if len(kept[i]) > share:
+            kept[i] = _cut(kept[i], share)
+        left -= len(kept[i])
+    return kept
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut at the last space in its second half if any."""
+    head = text[: max(width - 3, 0)]
+    space = head.rfind(" ")
+    if space > len(head) // 2:
+        head = head[:space]
+    return head.rstrip() + "..."

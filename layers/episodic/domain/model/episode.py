@@ -168,6 +168,8 @@ class Consent(CamelModel):
     consent_ref: Ref | None = None
 
 
+SUMMARY_MAX_LENGTH = 4000
+"""The most characters an episode's summary holds."""
 DETAILS_MAX_DEPTH = 16
 DETAILS_MAX_BYTES = 65_536
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -229,7 +231,7 @@ class _EpisodeContent(CamelModel):
     resource_refs: Annotated[list[Ref], Field(max_length=50)] = Field(
         default=[], description="What it is about: tickets, files, records (required for human_approval)"
     )
-    summary: Annotated[str, Field(min_length=1, max_length=4000)] = Field(
+    summary: Annotated[str, Field(min_length=1, max_length=SUMMARY_MAX_LENGTH)] = Field(
         description="What happened, in plain words: the text that is judged, indexed and recalled",
         examples=["Customer wants invoices as PDF, in Portuguese"],
     )
