@@ -131,6 +131,32 @@ def test_given_service_errors_when_tools_are_called_then_they_are_tool_errors_wi
     run(stdio(base_url, AGENT_TOKEN, "--actor", "sam"), scenario)
 
 
+def test_given_arguments_of_another_type_or_unknown_when_tools_are_called_then_each_is_refused_by_name(base_url):
+    """As over REST: ``true`` is no limit, ``1`` and ``"yes"`` no vote, a number no time; an argument
+    the tool does not take is named, not dropped; the values given are never quoted back."""
+
+    async def scenario(client: Client) -> None:
+        written = await call(client, "remember_episode", **EPISODE)
+        refused = {
+            "limit true": await client.call_tool("recall_episodes", {"query": "report", "limit": True}),
+            "limit text": await client.call_tool("list_timeline", {"limit": "3"}),
+            "vote 1": await client.call_tool("give_feedback", {"event_id": written["eventId"], "helpful": 1}),
+            "vote text": await client.call_tool("give_feedback", {"event_id": written["eventId"], "helpful": "yes"}),
+            "importance true": await client.call_tool("remember_episode", {**EPISODE, "importance": True}),
+            "seconds": await client.call_tool("recall_episodes", {"query": "report", "occurred_after": 1700000000}),
+            "secret time": await client.call_tool("recall_episodes", {"occurred_after": "hunter2-Secret"}),
+        }
+        for what, result in refused.items():
+            assert result.is_error and "invalid arguments" in result.content[0].text, (what, result.content)
+        assert "hunter2" not in refused["secret time"].content[0].text
+        unknown = await client.call_tool("remember_episode", {**EPISODE, "actor_id": "alex"})
+        assert unknown.is_error and "unknown arguments actor_id" in unknown.content[0].text, unknown.content
+        episode = await call(client, "get_episode", event_id=written["eventId"])
+        assert episode["feedbackCount"] == 0
+
+    run(stdio(base_url, AGENT_TOKEN, "--actor", "sam"), scenario)
+
+
 def test_given_no_actor_when_the_stdio_server_starts_then_it_refuses_and_says_how_to_bind_it(base_url):
     env = {**os.environ, "EPISODIC_URL": base_url, "EPISODIC_TOKEN": AGENT_TOKEN}
     env.pop("EPISODIC_ACTOR", None)

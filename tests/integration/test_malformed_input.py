@@ -158,6 +158,9 @@ def test_given_a_json_body_with_a_charset_or_in_capitals_when_sent_then_it_is_ac
         pytest.param("/v1/episodes", {**EPISODE, "durationMs": 5.5}, id="duration-float"),
         pytest.param("/v1/episodes", {**EPISODE, "retention": {"deleteOnRequest": 0}}, id="delete-on-request-zero"),
         pytest.param("/v1/episodes", {**EPISODE, "consent": {"required": "no"}}, id="consent-string"),
+        pytest.param("/v1/episodes", {**EPISODE, "occurredAt": 1700000000}, id="occurred-at-seconds"),
+        pytest.param("/v1/episodes", {**EPISODE, "occurredAt": "1700000000"}, id="occurred-at-numeral"),
+        pytest.param("/v1/recall", {"query": "invoices", "occurredAfter": -62135596800}, id="occurred-after-number"),
     ],
 )
 def test_given_a_value_of_another_json_type_when_sent_then_it_is_422_not_read_as_another(wired, path, body):

@@ -41,6 +41,7 @@ from episodic.domain.model.episode import (
     Status,
     Tag,
     UtcDatetime,
+    iso_text,
 )
 from episodic.domain.model.events import EVENT_SOURCE, MemoryEvent, MemoryEventType, event_of
 from episodic.domain.model.messages import (
@@ -139,5 +140,6 @@ __all__ = [
     "UtcDatetime",
     "WritesStatus",
     "event_of",
+    "iso_text",
     "reserved_principal",
 ]

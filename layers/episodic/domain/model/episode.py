@@ -25,6 +25,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
@@ -44,8 +45,18 @@ def _to_utc(value: datetime) -> datetime:
         raise ValueError("the datetime is outside the representable range once converted to UTC") from None
 
 
-UtcDatetime = Annotated[AwareDatetime, AfterValidator(_to_utc)]
-"""A timezone-aware datetime, normalised to UTC. Naive datetimes fail validation."""
+def iso_text(value: Any) -> Any:
+    """``value``, unless it is a number or a numeral: pydantic would read one as seconds or as
+    milliseconds since 1970, by its size (``-62135596800``, the year 1 in seconds, became 1968). A
+    time is written in ISO 8601, with its timezone."""
+    numeral = isinstance(value, str) and value.strip().lstrip("+-").replace(".", "", 1).isdigit()
+    if numeral or (isinstance(value, int | float) and not isinstance(value, bool)):
+        raise ValueError("a time is ISO 8601 text with its timezone (2026-12-06T10:00:00Z), not a number")
+    return value
+
+
+UtcDatetime = Annotated[AwareDatetime, BeforeValidator(iso_text), AfterValidator(_to_utc)]
+"""A timezone-aware datetime in ISO 8601, normalised to UTC. Naive datetimes and numbers fail validation."""
 
 Ref = Annotated[str, Field(min_length=1, max_length=512)]
 Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$")]
