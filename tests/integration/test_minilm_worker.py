@@ -337,3 +337,45 @@ def test_given_a_runtime_running_one_pass_at_a_time_then_no_question_runs_on_its
     assert embedder.query_here("what did Kalomiten order?", tenant="acme") is None  # not loaded yet
     embedder._model = FailingModelDouble()  # says nothing of parallel passes, as the PyTorch runtime says False
     assert embedder.query_here("what did Kalomiten order?", tenant="acme") is None
+
+
+class GatedRuntimeDouble:
+    """A runtime double that records each pass's texts, and holds its first pass until released."""
+
+    name = "gated-double"
+    parallel_passes = True
+
+    def __init__(self) -> None:
+        self.passes: list[list[str]] = []
+        self.first_started = threading.Event()
+        self.release = threading.Event()
+
+    def encode(self, texts, *, threads, batch_size=64, light=False):
+        self.passes.append(list(texts))
+        if len(self.passes) == 1:
+            self.first_started.set()
+            assert self.release.wait(timeout=30)
+        return np.zeros((len(texts), 384), dtype=np.float32)
+
+
+def test_given_a_batch_of_long_texts_when_a_question_comes_then_it_runs_before_the_batchs_next_chunk(monkeypatch):
+    """No question waits for someone else's whole batch: the batch is cut into passes of about
+    CHUNK_TOKENS tokens, and a question waiting is taken before the next of them."""
+    monkeypatch.setattr(embedder_module, "spare_core", lambda: False)
+    monkeypatch.setattr(embedder_module, "_cores", lambda: 1)  # the batch is not split with the caller's thread
+    embedder = MiniLMEmbedder(cache_size=0, passes_at_once=1)
+    embedder._model = runtime = GatedRuntimeDouble()
+    batch = [f"stored text {n}: " + "the parcel went to the depot again " * 30 for n in range(10)]
+    stored: list = []
+    writer = threading.Thread(target=lambda: stored.extend(embedder.embed(batch)))
+    writer.start()
+    assert runtime.first_started.wait(timeout=30)
+    question = embedder.start_query("where is my parcel?")
+    runtime.release.set()
+    assert len(question()) == 384
+    writer.join(timeout=30)
+    assert len(stored) == len(batch)
+    passes = runtime.passes
+    assert passes[1] == ["where is my parcel?"]  # right after the pass that was running
+    assert [text for texts in passes if texts != ["where is my parcel?"] for text in texts] == batch
+    assert len(passes) > 3 and all(len(texts) < len(batch) for texts in passes)  # cut into chunks

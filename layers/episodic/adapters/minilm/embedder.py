@@ -12,9 +12,11 @@ runtime's lighter graph (:mod:`.light`) and are kept apart from questions. Store
 kept at all (a write is rarely repeated, and a faster write would say that someone wrote the same
 text before).
 
-Callers queue their texts, and worker threads each take whatever is waiting into one forward pass,
-so concurrent queries share passes. One exception: a recall's question that finds the embedder idle
-(no pass running or waiting, a core to spare) runs on the recall's own thread (:meth:`query_here`),
+Callers queue their texts, and worker threads each take whatever questions are waiting into one
+forward pass, so concurrent queries share passes; a batch of stored texts waits behind them, cut
+into short passes (:mod:`.passes`), so no question waits long for someone else's batch. One
+exception: a recall's question that finds the embedder idle (no pass running or waiting, a core to
+spare) runs on the recall's own thread (:meth:`query_here`),
 which then hands its searches by words to a helper; the worker would have taken it at once, and the
 hand-over and hand-back were two thread wake-ups on the way to the vector. A pass of one or
 few texts runs on one core (a single query is fastest there, and leaves the other cores to the
@@ -38,13 +40,13 @@ tickets whose names recur (their vectors are kept); the mixed load of 16 clients
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from episodic.adapters.minilm.passes import PassQueue, Pending, chunks
 from episodic.adapters.minilm.runtime import DIMENSION, Runtime, load_runtime
 from episodic.adapters.question_cache import QuestionCache
 
@@ -56,20 +58,6 @@ SMALL_PASS = 8
 ``benchmarks/embedding_concurrency.py`` on ONNX Runtime, two cores: with 8 instead of 2, eight
 clients' one-line queries went from 206-277 to 335-371 a second (passes of a few queries no
 longer take both cores while the other worker's pass wants one)."""
-
-
-@dataclass
-class _Pending:
-    """Texts waiting for the worker, and where their vectors (or the failure) go."""
-
-    texts: list[str]
-    light: bool = False
-    """Whether the runtime's lighter graph will do (names; see :mod:`.light`)."""
-    one_core: bool = False
-    """Whether its pass runs on one core (a share of a batch split in two, :meth:`MiniLMEmbedder.embed`)."""
-    vectors: list[Any] = field(default_factory=list)
-    error: BaseException | None = None
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -117,7 +105,7 @@ class MiniLMEmbedder:
         self._cache = QuestionCache(cache_size)
         self._names = QuestionCache(cache_size)
         """Names' vectors, kept apart from questions': they may come from the lighter graph."""
-        self._pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self._pending = PassQueue()
         self._workers: list[threading.Thread] = []
         self._wanted_workers = 0
         """How many workers to keep, decided once the runtime is known (0: not yet)."""
@@ -128,7 +116,7 @@ class MiniLMEmbedder:
         self._parallel = False
         """Whether the runtime runs passes side by side (decided with :attr:`_wanted_workers`)."""
         self._spare: threading.Thread | None = None
-        self._spare_pending: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self._spare_pending = PassQueue()
         self.passes = 0
         """Forward passes run so far (with :attr:`texts_encoded`, how well requests were gathered)."""
         self.texts_encoded = 0
@@ -159,14 +147,15 @@ class MiniLMEmbedder:
             return self._through_worker(texts)
         by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         mine, theirs = by_length[0::2], by_length[1::2]
-        elsewhere = _Pending([texts[i] for i in theirs], one_core=True)
+        elsewhere = [Pending(run, one_core=True, bulk=True) for run in chunks([texts[i] for i in theirs])]
         self._start_workers()
-        self._pending.put(elsewhere)
+        for pending in elsewhere:
+            self._pending.put(pending)
         here = self._run_here([texts[i] for i in mine])
         vectors: list[Any] = [None] * len(texts)
         for i, vector in zip(mine, here, strict=True):
             vectors[i] = vector
-        for i, vector in zip(theirs, self._collect(elsewhere), strict=True):
+        for i, vector in zip(theirs, [v for pending in elsewhere for v in self._collect(pending)], strict=True):
             vectors[i] = vector
         return vectors
 
@@ -255,7 +244,7 @@ class MiniLMEmbedder:
         self._names.forget_tenant(tenant)
 
     def _waiter(
-        self, pending: _Pending, tenant: str | None, text: str, position: int, cache: QuestionCache
+        self, pending: Pending, tenant: str | None, text: str, position: int, cache: QuestionCache
     ) -> Callable[[], Any]:
         def wait() -> Any:
             vector = self._collect(pending)[position]
@@ -265,11 +254,18 @@ class MiniLMEmbedder:
         return wait
 
     def _through_worker(self, texts: list[str]) -> list[Any]:
-        """The vectors of ``texts``, computed by a worker in its next forward pass."""
-        return self._collect(self._submit(texts))
+        """The vectors of ``texts``, computed by the workers: in their next pass, or, past
+        :data:`SMALL_PASS` texts, as a batch's chunks after the questions waiting (:mod:`.passes`)."""
+        if len(texts) <= SMALL_PASS:
+            return self._collect(self._submit(texts))
+        self._start_workers()
+        queued = [Pending(run, bulk=True) for run in chunks(texts)]
+        for pending in queued:
+            self._pending.put(pending)
+        return [vector for pending in queued for vector in self._collect(pending)]
 
-    def _submit(self, texts: list[str], light: bool = False) -> _Pending:
-        pending = _Pending(texts, light)
+    def _submit(self, texts: list[str], light: bool = False) -> Pending:
+        pending = Pending(texts, light)
         self._start_workers()
         small = len(texts) <= SMALL_PASS and self._parallel
         if small and self._lanes_busy() and self._pending.empty() and spare_core():
@@ -283,7 +279,7 @@ class MiniLMEmbedder:
         with self._count_lock:
             return self._in_flight >= self._wanted_workers
 
-    def _start_spare(self) -> queue.SimpleQueue[_Pending]:
+    def _start_spare(self) -> PassQueue:
         """The spare worker's queue, the worker started on first use (see the module docstring)."""
         with self._worker_lock:
             if self._spare is None or not self._spare.is_alive():
@@ -292,7 +288,7 @@ class MiniLMEmbedder:
         return self._spare_pending
 
     @staticmethod
-    def _collect(pending: _Pending) -> list[Any]:
+    def _collect(pending: Pending) -> list[Any]:
         pending.done.wait()
         if pending.error is not None:
             raise pending.error
@@ -311,23 +307,18 @@ class MiniLMEmbedder:
                 self._workers.append(worker)
 
     def _work(self, spare: bool = False) -> None:
-        """Forever: take what is waiting (at least one request), encode it in one pass, hand back.
+        """Forever: take the next pass's requests (:meth:`.passes.PassQueue.take`), encode them, hand back.
         Several workers may do this at once (``passes_at_once``), each with what it found waiting;
         the ``spare`` one takes what :meth:`_submit` handed it alone."""
         waiting, counted = (self._spare_pending, 0) if spare else (self._pending, 1)
         while True:
-            gathered = [waiting.get()]
-            while True:
-                try:
-                    gathered.append(waiting.get_nowait())
-                except queue.Empty:
-                    break
+            gathered = waiting.take()
             for light in (False, True):  # a pass runs one graph
                 group = [pending for pending in gathered if pending.light is light]
                 if group:
                     self._pass(group, light, counted)
 
-    def _pass(self, gathered: list[_Pending], light: bool, counted: int) -> None:
+    def _pass(self, gathered: list[Pending], light: bool, counted: int) -> None:
         """One forward pass of everything ``gathered`` holds; its vectors (or its failure) handed back."""
         texts = [text for pending in gathered for text in pending.texts]
         with self._count_lock:
