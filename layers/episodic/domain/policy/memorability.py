@@ -197,20 +197,24 @@ def _read_together(parts: list[str], verdicts: list[SentenceVerdict]) -> None:
     content words between them, the one holding most is memorable, marked ``together``. English
     only: the pleasantry vocabulary is English, so another language's pleasantries would count as
     content ("Te amo. Cinco meses y ya")."""
-    told = [(i, sentence) for i, sentence in enumerate(parts) if not _english(_ADDRESSED, sentence)]
-    if not any(ENGLISH_WORDS.intersection(w.lower() for w in _words_of(sentence)) for _, sentence in told):
+    told = [
+        (i, _words_of(_unshouted(sentence))) for i, sentence in enumerate(parts) if not _english(_ADDRESSED, sentence)
+    ]
+    if not any(ENGLISH_WORDS.intersection(w.lower() for w in words) for _, words in told):
         return
-    counted = [(len(_content(sentence)), i) for i, sentence in told]
+    counted = [(len(_content(words)), i) for i, words in told]
     if sum(count for count, _ in counted) >= SUBSTANTIAL_CONTENT_WORDS:
         _, most = max(counted, key=lambda entry: (entry[0], -entry[1]))
         verdicts[most] = SentenceVerdict(most, "memorable", "together")
 
 
-def _content(sentence: str) -> list[str]:
-    """The words of ``sentence`` outside the pleasantry vocabulary that name no one addressed."""
-    if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
-        sentence = sentence.capitalize()
-    words = _words_of(sentence)
+def _unshouted(sentence: str) -> str:
+    """Shouting is not naming: "I GOT THE JOB" reads as "I got the job"."""
+    return sentence.capitalize() if sentence.isupper() else sentence
+
+
+def _content(words: list[str]) -> list[str]:
+    """Those of a sentence's ``words`` outside the pleasantry vocabulary that name no one addressed."""
     return [w for i, w in enumerate(words) if not _is_pleasantry(i, words) and not _is_vocative(i, words)]
 
 
@@ -233,10 +237,9 @@ def memorable(verdicts: list[SentenceVerdict]) -> bool:
 
 
 def _judge_sentence(index: int, sentence: str, classifier: ChatterClassifier) -> SentenceVerdict:
-    if sentence.isupper():  # shouting is not naming: "I GOT THE JOB" reads as "I got the job"
-        sentence = sentence.capitalize()
+    sentence = _unshouted(sentence)
     words = _words_of(sentence)
-    content = _content(sentence)
+    content = _content(words)
     if len(content) < MIN_CONTENT_WORDS and not any(w.isdigit() for w in words):
         if not content:
             return SentenceVerdict(index, "chatter", "pleasantry")
