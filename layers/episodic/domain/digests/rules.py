@@ -5,10 +5,10 @@ their rules: it is as private as the most private of them, lives no longer than 
 them to expire (see the summarisation use case), and never copies a *sensitive* episode,
 whose consent and expiry were given for that one record, not for copies of it -- nor one
 whose text the write policy would name a sensitive disclosure (a diagnosis, a debt, a
-divorce, ...), whatever class its caller kept: a summary is read more widely than its turns. The stores'
-"busy actors" counts use the class rule, so an actor is only called busy for what may be
-summarised; the disclosure rule needs the text and is applied when the digest is made, which
-then goes ahead only if enough sources are left.
+divorce, ...), whatever class its caller kept: a summary is read more widely than its turns; nor
+untrusted content. The stores' "busy actors" counts use the class rule, so an actor is only called
+busy for what may be summarised; the disclosure and trust rules are applied when the digest is
+made, which then goes ahead only if enough sources are left.
 """
 
 from __future__ import annotations
@@ -31,9 +31,12 @@ TRUST_ORDER = (
 
 
 def digestible(episode: Episode) -> bool:
-    """An ordinary episode a digest may summarise: not a digest itself, not sensitive in class
-    or in what it discloses."""
+    """An ordinary episode a digest may summarise: not a digest itself, not untrusted content (a
+    web page, an email: held for review as itself, its words would lose that label in a digest,
+    which is as trusted as its least trusted source), not sensitive in class or in what it discloses."""
     if episode.event_type is EventType.SESSION_SUMMARY or episode.privacy_class not in DIGEST_PRIVACY_ORDER:
+        return False
+    if episode.source_trust is SourceTrust.UNTRUSTED_CONTENT:
         return False
     return not sensitivity.disclosures("\n".join(filter(None, [episode.summary, episode.outcome])))
 
