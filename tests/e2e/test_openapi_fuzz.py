@@ -16,7 +16,7 @@ Failures are collected over the whole run, one per (operation, status, check), e
 the shortest curl command that produced it, and reported together at the end -- so one run
 lists everything that is wrong instead of stopping at the first case.
 
-The probes below send the malformed inputs of the hardening issue by hand -- calendar-edge
+The probes below send, by hand, the malformed inputs likeliest to reach a 5xx -- calendar-edge
 offset datetimes, out-of-range time phrases, well-formed cursors of the wrong shape, deeply
 nested and huge-number bodies, a multipart type without a boundary, a thousand ``tag=``
 parameters, and raw-socket requests with a bad ``Content-Length`` -- and each must get a

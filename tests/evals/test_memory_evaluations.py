@@ -1,6 +1,6 @@
 """The evaluations this memory service is meant to pass, one test each, on the real service.
 
-These are the behaviours the product promises (see the foundation issue): run against
+These are the behaviours the product promises (README.md, docs/security.md): run against
 the contract ``service`` fixture, so every backend must pass them unchanged.
 """
 

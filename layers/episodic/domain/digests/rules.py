@@ -17,17 +17,10 @@ from collections.abc import Iterable
 
 from episodic.domain.model import Episode, EventType, PrivacyClass, SourceTrust
 from episodic.domain.policy import sensitivity
+from episodic.domain.recall.ranking import TRUST_SCORES
 
 DIGEST_PRIVACY_ORDER = (PrivacyClass.PUBLIC, PrivacyClass.INTERNAL, PrivacyClass.PRIVATE)
 """Privacy classes a digest may summarise, least private first."""
-TRUST_ORDER = (
-    SourceTrust.UNTRUSTED_CONTENT,
-    SourceTrust.USER_PROVIDED,
-    SourceTrust.TOOL_RESULT,
-    SourceTrust.APPROVED_SOURCE,
-    SourceTrust.OPERATOR_ENTERED,
-)
-"""Sources by how far they are trusted, least first."""
 
 
 def digestible(episode: Episode) -> bool:
@@ -46,9 +39,10 @@ def digest_privacy(sources: Iterable[Episode]) -> PrivacyClass:
 
 
 def digest_trust(sources: Iterable[Episode]) -> SourceTrust:
-    """A digest repeats its sources' words, so it is trusted as the least trusted of them: a person's
-    words summarised by the workflow are still a person's words, not a tool's result."""
-    return min((e.source_trust for e in sources), key=TRUST_ORDER.index)
+    """A digest repeats its sources' words, so it is trusted as the least trusted of them (by the
+    trust recall scores them with): a person's words summarised by the workflow are still a
+    person's words, not a tool's result."""
+    return min((e.source_trust for e in sources), key=TRUST_SCORES.__getitem__)
 
 
 def fitted(lines: list[str], limit: int) -> list[str]:

@@ -83,7 +83,7 @@ def iban_valid(compact: str) -> bool:
 def _redact_ssns(text: str, kinds: list[str]) -> str:
     pieces: list[str] = []
     kept = 0
-    numbers = _SSN_GROUPS
+    numbers = _SSN_GROUPS  # name -> group number (RE2's matches take numbers only)
     for found in _SSN.finditer(text):
         if found.start(numbers["veto"]) >= 0 or found.start(numbers["after"]) >= 0:
             continue

@@ -362,5 +362,6 @@ def _is_vocative(position: int, words: list[str]) -> bool:
         return False
     if len(words) == 1:
         lowered = words[0].lower()
-        return not (_english(_TIME, lowered) or lowered in LIFE_EVENTS or _PAST_EVENT.fullmatch(lowered))
+        past = lowered not in NOT_EVENTS and _PAST_EVENT.fullmatch(lowered) is not None
+        return not (_english(_TIME, lowered) or lowered in LIFE_EVENTS or past)
     return position > 0 and words[position - 1].lower() in GREETINGS

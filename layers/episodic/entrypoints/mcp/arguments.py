@@ -34,9 +34,9 @@ class CheckedServer(MCPServer):
     told without the values (see the module docstring)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        schema = self._tool_input_schema(name)
+        schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), None)
         known = set((schema or {}).get("properties", {}))
-        unknown = sorted(set(arguments) - known) if schema is not None else []
+        unknown = sorted(set(arguments) - known) if schema is not None else []  # an unknown tool: the SDK says so
         if unknown:
             takes = ", ".join(sorted(known)) or "no arguments"
             raise ToolError(f"Error executing tool {name}: unknown arguments {', '.join(unknown)} (it takes {takes})")

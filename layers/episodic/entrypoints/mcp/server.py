@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse
 from episodic import __version__
 from episodic.client import ApiError
 from episodic.domain.model import (
+    SUMMARY_MAX_LENGTH,
     Episode,
     EpisodeProposal,
     ErasureResult,
@@ -61,7 +62,7 @@ INSTRUCTIONS = (
     "(sourceRefs). Small talk is refused by the write policy; a denial is a normal result with reasons."
 )
 
-Text = Annotated[str, Field(min_length=1, max_length=4000)]
+Text = Annotated[str, Field(min_length=1, max_length=SUMMARY_MAX_LENGTH)]
 EventId = Annotated[str, Field(min_length=1, max_length=128, description="The episode's eventId")]
 Trust = Literal["user_provided", "tool_result", "untrusted_content"]
 """What a model may claim about its source: the stronger kinds (an approved source, an

@@ -27,8 +27,7 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     encoding = str(headers.get("content-encoding") or "identity").strip().lower()
     if encoding != "identity":  # a compressed body read as JSON would be refused as unreadable, or worse
-        body = {"error": "unsupported_media_type", "message": "request bodies must be sent uncompressed"}
-        return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+        return _refused("request bodies must be sent uncompressed")
     media_type, *parameters = str(headers.get("content-type") or "application/json").lower().split(";")
     charsets = {
         value.strip().strip('"')
@@ -37,7 +36,12 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     }
     if media_type.strip() in JSON_MEDIA_TYPES and charsets <= {"utf-8", "utf8"}:
         return None
-    body = {"error": "unsupported_media_type", "message": "request bodies must be application/json, in UTF-8"}
+    return _refused("request bodies must be application/json, in UTF-8")
+
+
+def _refused(message: str) -> dict[str, Any]:
+    """415 ``unsupported_media_type`` with ``message``."""
+    body = {"error": "unsupported_media_type", "message": message}
     return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
 
 
